@@ -1,0 +1,35 @@
+"""Part 3: splitting the embedding into heads and merging the heads back."""
+import torch
+
+
+def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """Cut the features of every token into num_heads equal slices.
+
+    Args:
+        x: (B, L, E).
+        num_heads: H; must divide E.
+
+    Returns:
+        (B, H, L, D) with D = E // H, where head h holds features
+        h*D ... (h+1)*D - 1 of every token: out[b, h, l, d] == x[b, l, h*D + d].
+
+    Raises:
+        ValueError (with a message naming E and H) when E % num_heads != 0.
+    """
+    # BEGIN SOLUTION
+    B, L, E = x.shape
+    if E % num_heads != 0:
+        raise ValueError(f"embedding size E={E} is not divisible by num_heads={num_heads}")
+    return x.reshape(B, L, num_heads, E // num_heads).transpose(1, 2)
+    # END SOLUTION
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """Undo split_heads: (B, H, L, D) -> (B, L, H*D).
+
+    merge_heads(split_heads(x, H)) must equal x exactly, for every H dividing E.
+    """
+    # BEGIN SOLUTION
+    B, H, L, D = x.shape
+    return x.transpose(1, 2).reshape(B, L, H * D)
+    # END SOLUTION

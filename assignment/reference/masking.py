@@ -1,0 +1,117 @@
+"""Part 2: masks, and attention weights that respect them.
+
+Convention, as in torch.nn.functional.scaled_dot_product_attention:
+a boolean mask is True where a query MAY attend to a key, False where it may not.
+"""
+import torch
+import torch.nn.functional as F
+
+from .scaling import scaled_scores
+
+
+def causal_mask(L: int, S: int | None = None, *, device: torch.device | str | None = None) -> torch.Tensor:
+    """The mask that lets each query see only keys at or before its own position.
+
+    Args:
+        L: number of queries.
+        S: number of keys; None means S = L.
+        device: where to create the mask (None: torch's default device).
+
+    Returns:
+        bool tensor of shape (L, S) with mask[i, j] = True exactly when j <= i.
+        When L != S it is aligned to the top-left corner, as SDPA's is_causal:
+        row 0 always sees key 0.
+    """
+    # BEGIN SOLUTION
+    S = L if S is None else S
+    return torch.ones(L, S, dtype=torch.bool, device=device).tril()
+    # END SOLUTION
+
+
+def padding_mask(lengths, max_len: int | None = None, *, device: torch.device | str | None = None) -> torch.Tensor:
+    """The mask that marks the real (not padded) tokens of a batch.
+
+    Args:
+        lengths: the true length of each sequence: a sequence of ints or a
+            1-D integer tensor with B entries.
+        max_len: padded length; None means max(lengths).
+        device: where to create the mask; None means the device of `lengths`
+            when it is a tensor, else torch's default device.
+
+    Returns:
+        bool tensor of shape (B, max_len), True for the first lengths[b]
+        positions of row b (real tokens) and False for the padding after them.
+    """
+    # BEGIN SOLUTION
+    if device is None and isinstance(lengths, torch.Tensor):
+        device = lengths.device
+    lengths = torch.as_tensor(lengths, device=device)
+    if max_len is None:
+        max_len = int(lengths.max()) if lengths.numel() else 0
+    positions = torch.arange(max_len, device=device)
+    return positions.unsqueeze(0) < lengths.unsqueeze(1)
+    # END SOLUTION
+
+
+def apply_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Hide the masked-out scores from the softmax.
+
+    Args:
+        scores: attention scores, shape (..., L, S), any float dtype.
+        mask: None, or a bool tensor that broadcasts to scores.shape
+            (True = keep, False = hide).
+
+    Returns:
+        None mask: scores unchanged. Otherwise a NEW tensor equal to scores where
+        mask is True and, where it is False, a value that softmax turns into
+        exactly 0: float('-inf') or torch.finfo(scores.dtype).min. (A literal
+        such as -1e9 does not fit in float16 and fails there.)
+        scores itself is never modified.
+    """
+    # BEGIN SOLUTION
+    if mask is None:
+        return scores
+    return scores.masked_fill(~mask, float("-inf"))
+    # END SOLUTION
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, *, is_causal=False, scale=None, dropout_p=0.0):
+    """Attention by hand: softmax(mask(q kᵀ · scale)) v.
+
+    Args:
+        q: queries (..., L, E); k: keys (..., S, E); v: values (..., S, Ev).
+            Ev may differ from E. Leading dims broadcast.
+        mask: None or a bool tensor broadcastable to (..., L, S), True = may attend.
+        is_causal: also hide keys after each query (see causal_mask). With a mask
+            too, a key is visible only when both allow it (logical and).
+        scale: as in scaled_scores (None means 1/sqrt(E)).
+        dropout_p: probability of zeroing each attention weight (the survivors
+            are divided by 1 - dropout_p, as torch.nn.functional.dropout does).
+            0.0 means no dropout.
+
+    Returns:
+        (output, weights):
+        weights (..., L, S): softmax over the last dim of the masked, scaled
+            scores; each row sums to 1 over its visible keys. A query row with
+            no visible key at all gets all-zero weights (never NaN), as torch's
+            SDPA does. With dropout, these are the weights after dropout, the
+            ones actually multiplied with v.
+        output (..., L, Ev) = weights @ v.
+
+    Rules: same dtype and device as q; autograd must work; inputs are never
+    modified; do not call torch.nn.functional.scaled_dot_product_attention here.
+    """
+    # BEGIN SOLUTION
+    scores = scaled_scores(q, k, scale)
+    if is_causal:
+        causal = causal_mask(scores.size(-2), scores.size(-1), device=scores.device)
+        mask = causal if mask is None else mask & causal
+    weights = torch.softmax(apply_mask(scores, mask), dim=-1)
+    if mask is not None:
+        # A row with no visible key is softmax over all -inf: NaN. SDPA gives zeros.
+        has_visible_key = mask.any(dim=-1, keepdim=True)
+        weights = torch.where(has_visible_key, weights, torch.zeros_like(weights))
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p, training=True)
+    return weights @ v, weights
+    # END SOLUTION

@@ -1,0 +1,21 @@
+"""Part 4: from a (B, S) padding mask to the 4-D mask attention needs."""
+import torch
+
+
+def expand_padding_mask(mask: torch.Tensor, num_queries: int) -> torch.Tensor:
+    """Turn a per-token padding mask into a per-(query, key) attention mask.
+
+    Args:
+        mask: bool (B, S), True for real key tokens (see masking.padding_mask).
+        num_queries: L, the number of queries that will look at these keys.
+
+    Returns:
+        bool (B, 1, L, S): out[b, 0, i, j] == mask[b, j] for every query i.
+        Every query row repeats the key mask, so the columns of padded keys are
+        False while padded queries still see the real keys. The size-1 dim
+        broadcasts over heads, the shape torch's SDPA accepts as attn_mask.
+    """
+    # BEGIN SOLUTION
+    B, S = mask.shape
+    return mask[:, None, None, :].expand(B, 1, num_queries, S)
+    # END SOLUTION

@@ -1,0 +1,1 @@
+"""Instructor tooling: stubs, sample submissions, the grading engine, the Otter/Gradescope build."""

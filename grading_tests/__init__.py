@@ -1,0 +1,1 @@
+"""The hidden grading suite. Students never see this folder."""

@@ -1,0 +1,101 @@
+"""The assignment core: stubs in sync with the reference; the public checks pass it and fail the stubs."""
+import ast
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from autograder.samples import write_submission
+from autograder.stubs import GRADED_MODULES, STUDENT_DIR, generated_stubs, stub_source
+from student.parts import PARTS
+
+
+def run_public_tests(folder, *extra):
+    """Run student/tests of the submission in folder, in a child process; returns (rc, junit cases)."""
+    report = folder / "public.xml"
+    env = {**os.environ, "PYTHONPATH": str(folder)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "student/tests", "-p", "no:cacheprovider", "-q",
+         f"--junitxml={report}", *extra],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=300,
+    )
+    cases = ET.parse(report).getroot().iter("testcase")
+    return proc.returncode, proc.stdout + proc.stderr, list(cases)
+
+
+def test_committed_stubs_are_generated_from_the_reference():
+    for name, text in generated_stubs().items():
+        assert (STUDENT_DIR / name).read_text() == text, (
+            f"student/{name} drifted from assignment/reference/{name}: run `python -m autograder.stubs`"
+        )
+
+
+def test_stub_generation_replaces_each_solution_block_with_a_part_error():
+    source = 'def split_heads(x, h):\n    """Doc."""\n    # BEGIN SOLUTION\n    return x\n    # END SOLUTION\n'
+    stub = stub_source(source)
+    assert "return x" not in stub
+    assert 'raise NotImplementedError("Part 3: split_heads is not implemented yet")' in stub
+    assert '"""Doc."""' in stub
+    with pytest.raises(ValueError):
+        stub_source(source.replace("    # END SOLUTION\n", ""))
+
+
+def _signatures(text):
+    tree = ast.parse(text)
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            found[node.name] = (ast.dump(node.args) if isinstance(node, ast.FunctionDef) else "class",
+                                ast.get_docstring(node))
+    return found
+
+
+def test_every_stub_keeps_the_reference_signature_and_docstring():
+    from autograder.samples import reference_source
+    for name in GRADED_MODULES:
+        assert _signatures((STUDENT_DIR / name).read_text()) == _signatures(reference_source(name)), name
+
+
+def test_reference_passes_every_public_check(tmp_path):
+    folder = write_submission(tmp_path / "reference", solution=True)
+    rc, output, cases = run_public_tests(folder)
+    assert rc == 0, output
+    assert len(cases) >= 30
+    assert all(len(case) == 0 for case in cases), output
+
+
+def test_untouched_stubs_fail_every_public_check(tmp_path):
+    folder = write_submission(tmp_path / "stubs", solution=False)
+    rc, output, cases = run_public_tests(folder)
+    assert rc == 1, output
+    passed = [case.get("name") for case in cases if len(case) == 0]
+    assert cases and not passed, f"public checks that pass on the stubs: {passed}"
+
+
+@pytest.mark.parametrize("part", sorted(PARTS))
+def test_each_part_is_selectable_by_marker(tmp_path, part):
+    folder = write_submission(tmp_path / "reference", solution=True)
+    rc, output, cases = run_public_tests(folder, "-m", f"part{part}")
+    assert rc == 0 and cases, output
+    assert all(f"part{part}_" in case.get("classname") for case in cases)
+
+
+def test_check_command_prints_a_full_table_for_the_reference(tmp_path):
+    folder = write_submission(tmp_path / "reference", solution=True)
+    proc = subprocess.run([sys.executable, "-m", "student.check"], cwd=folder, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(folder)}, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for number, (title, _names) in PARTS.items():
+        line = next(line for line in proc.stdout.splitlines() if line.startswith(f"{number} "))
+        passed, total = line.split(title)[1].split()[0].split("/")
+        assert passed == total and int(total) > 0, line
+
+
+def test_check_command_names_the_missing_part_on_the_stubs(tmp_path):
+    folder = write_submission(tmp_path / "stubs", solution=False)
+    proc = subprocess.run([sys.executable, "-m", "student.check", "--part", "3"], cwd=folder,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(folder)}, timeout=300)
+    assert proc.returncode == 1
+    assert "0/5" in proc.stdout and "not implemented yet (Part 3: split_heads" in proc.stdout, proc.stdout
