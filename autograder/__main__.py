@@ -1,0 +1,32 @@
+"""python -m autograder <command> ...
+
+Each command lives in its own module; this file only dispatches.
+"""
+import importlib
+import sys
+
+COMMANDS = {
+    "grade": ("autograder.grade_cli", "grade submissions safely into a gradebook"),
+    "build": ("autograder.build_cli", "build dist/: student notebook, handout zip, Gradescope autograder.zip"),
+    "selfcheck": ("autograder.selfcheck", "build everything and verify the grader end to end"),
+    "stubs": ("autograder.stubs", "regenerate student/ stubs from assignment/reference/"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: python -m autograder <command> [options]", "", "commands:"]
+    lines += [f"  {name:<10} {summary}" for name, (_module, summary) in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        print(usage(), file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout)
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    module = importlib.import_module(COMMANDS[argv[0]][0])
+    return module.main(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
