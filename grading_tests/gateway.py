@@ -16,6 +16,8 @@ Semantics every implementation keeps:
 - `seed` is passed to torch.manual_seed right before the call, so dropout is
   reproducible whatever ran before.
 - `forbid_fused` makes PyTorch's fused attention APIs raise during the call.
+- `sdpa_backend` ("flash", "efficient", "cudnn" or "math") lets
+  F.scaled_dot_product_attention use only that backend during the call.
 - Results come back detached, as plain torch.Tensor objects (not subclasses), in
   the structure the student's code returned (tensor, tuple, list), moved to the
   CPU; the device each returned tensor had is reported in `devices`. Tensors on
@@ -60,6 +62,9 @@ class CallOptions:
     # Backprop sum(out_i * grad_outputs[i]) over the returned tensors (in order);
     # the gradients of floating-point tensor inputs come back. None: no backward.
     grad_outputs: tuple[torch.Tensor, ...] | None = None
+    # The one SDPA backend F.scaled_dot_product_attention may use during the call (a key of
+    # SDPA_BACKENDS); None: torch chooses.
+    sdpa_backend: str | None = None
 
 
 @dataclass
@@ -138,6 +143,21 @@ def forbidding_fused(active: bool):
         torch.nn.MultiheadAttention.forward = original_forward
 
 
+SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
+                 "math": "MATH"}
+
+
+@contextlib.contextmanager
+def restricting_sdpa(backend: str | None):
+    """Let F.scaled_dot_product_attention use only this backend (None: no restriction)."""
+    if backend is None:
+        yield
+        return
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    with sdpa_kernel([getattr(SDPBackend, SDPA_BACKENDS[backend])]):
+        yield
+
+
 def map_tensors(value, fn):
     """Apply fn to every tensor inside nested tuples/lists/dicts."""
     if isinstance(value, torch.Tensor):
@@ -198,7 +218,7 @@ def execute_call(student, function: str, args, kwargs, options: CallOptions) -> 
     before = [a.detach().clone() if isinstance(a, torch.Tensor) else None for a in args]
     torch.manual_seed(options.seed)
     try:
-        with forbidding_fused(options.forbid_fused):
+        with forbidding_fused(options.forbid_fused), restricting_sdpa(options.sdpa_backend):
             value = getattr(student, function)(*args, **kwargs)
             grads = _gradients(value, options.grad_outputs, differentiable) if wants_grad else None
     except StudentError:
@@ -239,7 +259,7 @@ def execute_module(student, spec: ModuleSpec, options: CallOptions) -> ModuleRes
                 value.requires_grad_(True)
         before = {k: v.detach().clone() for k, v in inputs.items() if isinstance(v, torch.Tensor)}
         torch.manual_seed(options.seed)
-        with forbidding_fused(options.forbid_fused):
+        with forbidding_fused(options.forbid_fused), restricting_sdpa(options.sdpa_backend):
             output = module(**inputs)
             input_grads = param_grads = None
             if wants_grad:

@@ -1,25 +1,95 @@
-"""Part 1: scaled_scores. (Seed test: the hidden-suite work extends this file.)"""
+"""Part 1: scaled_scores(q, k, scale=None) = q @ k^T * scale, scale None meaning 1/sqrt(E)."""
 import math
 
 import pytest
 import torch
 
+from grading_tests import oracle
+from grading_tests.checks import (call, expect_close, expect_devices, expect_dtype, expect_shape, expect_unmodified,
+                                  fail, randn)
 from grading_tests.gateway import CallOptions
 
 pytestmark = pytest.mark.part(1)
 
 
-def test_default_scale_on_the_lessons_eight_features(student):
+def score_hints(q, k, scale):
+    return [(text, lambda fn=fn: fn(q, k, scale)) for text, fn in oracle.SCORE_MISTAKES.values()]
+
+
+def check_scores(student, q, k, scale=None, what=None):
+    """One call, checked for shape, dtype and values; returns the CallResult."""
+    kwargs = {} if scale is None else {"scale": scale}
+    result = call(student, "scaled_scores", q, k, **kwargs)
+    what = what or f"scaled_scores(q {tuple(q.shape)}, k {tuple(k.shape)}{', scale=' + str(scale) if scale is not None else ''})"
+    expected = oracle.scores(q, k, scale)
+    expect_shape(result.value, expected.shape, what)
+    expect_dtype(result.value, q.dtype, what)
+    expect_close(result.value, expected, what, hints=score_hints(q, k, scale))
+    return result
+
+
+def test_lesson_two_keys_eight_features(student):
+    # One query of ones against keys of twos and ones: 16/sqrt(8) = 5.6569 and 8/sqrt(8) = 2.8284.
     q, k = torch.ones(1, 8), torch.stack([2 * torch.ones(8), torch.ones(8)])
-    got = student.call("scaled_scores", (q, k)).value
-    expected = torch.tensor([[16 / math.sqrt(8), 8 / math.sqrt(8)]])
-    assert got.shape == expected.shape, f"shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
-    assert torch.allclose(got, expected, atol=1e-4), "scores differ: did you divide by sqrt(E)?"
+    result = check_scores(student, q, k, what="scaled_scores of the lesson's 8-feature example")
+    expect_close(result.value, torch.tensor([[5.6569, 2.8284]], dtype=torch.float64), "scaled scores",
+                 atol=1e-4, rtol=0)
 
 
-def test_gradients_flow_to_both_inputs(student):
-    q, k = torch.randn(3, 4, dtype=torch.float64), torch.randn(5, 4, dtype=torch.float64)
-    result = student.call("scaled_scores", (q, k), options=CallOptions(grad_outputs=(torch.ones(3, 5, dtype=torch.float64),)))
+def test_lesson_two_keys_unscaled(student):
+    q, k = torch.tensor([[1.0, 1.0]]), torch.tensor([[2.0, 2.0], [1.0, 1.0]])
+    result = check_scores(student, q, k, scale=1.0, what="scaled_scores(q, k, scale=1.0) of the lesson")
+    expect_close(result.value, torch.tensor([[4.0, 2.0]], dtype=torch.float64), "unscaled scores", atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("q_shape, k_shape", [
+    ((7, 5), (3, 5)),                     # 2-D, L != S
+    ((2, 1, 31), (2, 7, 31)),             # 3-D, one query, E = 31
+    ((2, 3, 4, 6), (2, 3, 9, 6)),         # 4-D
+    ((3, 8, 4), (3, 3, 8, 4)),            # the lesson's broadcast: (3, 8, 4) against (3, 3, 8, 4)
+    ((2, 1, 5, 12), (1, 4, 7, 12)),       # batch dims broadcast both ways
+], ids=["2d", "3d-one-query", "4d", "lesson-broadcast", "two-way-broadcast"])
+def test_shapes_and_values_on_random_inputs(student, q_shape, k_shape):
+    q, k = randn(*q_shape, seed=11), randn(*k_shape, seed=12)
+    check_scores(student, q, k)
+
+
+@pytest.mark.parametrize("scale", [0.5, 1.0, 3.0])
+def test_explicit_scale_is_used_as_is(student, scale):
+    check_scores(student, randn(2, 4, 10, seed=13), randn(2, 6, 10, seed=14), scale=scale)
+
+
+@pytest.mark.parametrize("E", [1, 7, 31, 64])
+def test_default_scale_uses_the_feature_size(student, E):
+    check_scores(student, randn(3, E, seed=15 + E), randn(5, E, seed=16 + E))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+def test_keeps_the_input_dtype(student, dtype):
+    check_scores(student, randn(2, 5, 8, seed=17, dtype=dtype), randn(2, 3, 8, seed=18, dtype=dtype))
+
+
+def test_gradients_reach_q_and_k(student):
+    q, k = randn(2, 4, 6, seed=19, dtype=torch.float64), randn(2, 5, 6, seed=20, dtype=torch.float64)
+    upstream = randn(2, 4, 5, seed=21, dtype=torch.float64)
+    result = call(student, "scaled_scores", q, k, options=CallOptions(grad_outputs=(upstream,)))
+    expect_close(result.value, oracle.scores(q, k), "scaled_scores(q, k) in float64", hints=score_hints(q, k, None))
     grad_q, grad_k = result.input_grads
-    assert grad_q is not None and grad_k is not None, "no gradient reached q or k: did you detach?"
-    assert torch.allclose(grad_q, k.sum(0).expand(3, 4) / 2), "wrong gradient for q"
+    if grad_q is None or grad_k is None:
+        fail("no gradient reached " + ("q" if grad_q is None else "k") + ": do not .detach() or use .item()/.tolist()")
+    expect_close(grad_q, upstream @ k / math.sqrt(6), "gradient with respect to q")
+    expect_close(grad_k, upstream.transpose(-2, -1) @ q / math.sqrt(6), "gradient with respect to k")
+
+
+def test_inputs_are_not_modified(student):
+    q, k = randn(3, 4, 8, seed=22), randn(3, 6, 8, seed=23)
+    result = check_scores(student, q, k)
+    expect_unmodified(result, "scaled_scores", ["q", "k"])
+
+
+def test_works_on_the_inputs_device(student):
+    q, k = randn(2, 3, 5, seed=24), randn(2, 4, 5, seed=25)
+    result = call(student, "scaled_scores", q, k, options=CallOptions(device="meta"))
+    expect_devices(result, "meta", "scaled_scores")
+    expect_shape(result.value, (2, 3, 4), "scaled_scores(q (2, 3, 5), k (2, 4, 5)) on the meta device")
+    check_scores(student, q, k)  # and the same call on the CPU gives the right numbers

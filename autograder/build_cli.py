@@ -1,0 +1,81 @@
+"""python -m autograder build [--out dist]
+
+Writes, from the master notebook, student/ and the hidden suite:
+    dist/attention.ipynb            the student notebook (otter assign)
+    dist/attention-handout.zip      what students download: student/ stubs + public checks, notebook, requirements
+    dist/autograder.zip             upload to Gradescope (otter generate + our grading plugin, engine, hidden suite)
+The handout is checked for hidden material (autograder.otter.leaks); a leak fails the build.
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import time
+from dataclasses import dataclass, field
+
+from autograder.otter import leaks, packaging
+from autograder.stubs import REPO
+
+DEFAULT_OUT = REPO / "dist"
+HANDOUT_NAME = "attention-handout.zip"
+AUTOGRADER_NAME = "autograder.zip"
+
+
+@dataclass
+class BuildResult:
+    out: pathlib.Path
+    notebook: pathlib.Path
+    handout: pathlib.Path
+    autograder: pathlib.Path
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        lines = []
+        for label, path in (("student notebook", self.notebook), ("handout", self.handout),
+                            ("Gradescope autograder", self.autograder)):
+            lines.append(f"  {label:<22} {path}  ({path.stat().st_size / 1024:.0f} KiB)")
+        timing = ", ".join(f"{step} {seconds:.1f} s" for step, seconds in self.seconds.items())
+        return "\n".join(lines) + f"\n  time: {timing}; total {sum(self.seconds.values()):.1f} s"
+
+
+def build(out: pathlib.Path = DEFAULT_OUT) -> BuildResult:
+    """Build everything into out; raises packaging.BuildError on any problem (leaks included)."""
+    out = pathlib.Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    seconds = {}
+
+    start = time.perf_counter()
+    notebook = packaging.student_notebook(packaging.MASTER_NOTEBOOK, out / packaging.NOTEBOOK_NAME)
+    seconds["otter assign"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    handout = packaging.build_handout(out / HANDOUT_NAME, notebook)
+    findings = leaks.find_leaks(handout)
+    if findings:
+        handout.unlink()
+        raise packaging.BuildError("the handout would leak hidden material:\n  " + "\n  ".join(findings))
+    seconds["handout"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    autograder = packaging.build_autograder_zip(out / AUTOGRADER_NAME)
+    seconds["autograder.zip"] = time.perf_counter() - start
+    return BuildResult(out, notebook, handout, autograder, seconds)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder build", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT, help="output folder (default: dist/)")
+    args = parser.parse_args(argv)
+    try:
+        result = build(args.out)
+    except packaging.BuildError as error:
+        print(f"build failed: {error}", file=sys.stderr)
+        return 1
+    print(f"built into {result.out}:\n{result.summary()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

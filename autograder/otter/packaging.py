@@ -1,0 +1,168 @@
+"""Assemble what instructors hand out and upload: the student notebook, the handout zip, autograder.zip.
+
+    student_notebook(master, dest)          otter assign -> the student version of the master notebook
+    build_handout(zip_path, notebook)       student/ (stubs, public checks) + notebook + requirements
+    build_autograder_zip(zip_path)          otter generate + our plugin, engine and hidden suite
+
+The handout is assembled from an allow-list of what students need, and the stubs must be exactly
+those generated from the reference, so a solution accidentally saved into student/ never ships.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+from autograder.stubs import GRADED_MODULES, REPO, STUDENT_DIR, generated_stubs
+
+MASTER_NOTEBOOK = REPO / "assignment" / "notebook" / "attention.ipynb"
+NOTEBOOK_NAME = MASTER_NOTEBOOK.name
+REQUIREMENTS = REPO / "requirements.txt"
+# PyTorch's CPU wheels; without this index pip on Linux installs the multi-GB CUDA build.
+CPU_INDEX = "--extra-index-url=https://download.pytorch.org/whl/cpu"
+PYTHON_VERSION = "3.11"
+PLUGIN = "autograder.otter.plugin.EngineGradingPlugin"
+
+# What of the repository goes into autograder.zip, next to otter's run_otter.py (on sys.path there).
+AUTOGRADER_SOURCES = ("autograder/__init__.py", "autograder/__main__.py", "autograder/otter/__init__.py",
+                      "autograder/otter/plugin.py", "autograder/otter/engine_bridge.py", "grading_tests")
+ENGINE_SOURCES = ("autograder/grade_cli.py", "autograder/engine")
+# The student package in the handout: everything in student/ except bytecode.
+HANDOUT_PACKAGE_SKIP = ("__pycache__", "*.pyc", ".pytest_cache", ".hypothesis")
+
+STUDENT_README = """\
+# Attention in PyTorch
+
+    pip install -r requirements.txt
+    jupyter lab attention.ipynb            # the lesson; fill in student/*.py as it says
+    python -m student.check                # the public checks, one line per part
+    python -m student.submit               # checks, then writes attention-submission.zip
+
+Upload attention-submission.zip to Gradescope. Only the `student/` package is graded,
+by hidden tests that check much more than the public ones.
+"""
+
+
+class BuildError(RuntimeError):
+    """The build cannot produce a correct artefact; the message says what to fix."""
+
+
+def _pinned_requirements() -> list[str]:
+    return [line.strip() for line in REQUIREMENTS.read_text().splitlines()
+            if line.strip() and not line.strip().startswith("#")]
+
+
+def student_requirements() -> str:
+    """The repository's pins, with the CPU index first (the `+cpu` wheel wins on Linux)."""
+    lines = _pinned_requirements()
+    return "\n".join([CPU_INDEX] + [line for line in lines if line != CPU_INDEX]) + "\n"
+
+
+def autograder_requirements() -> str:
+    """Pins for Gradescope's image: CPU torch exactly; otter itself is added by otter generate."""
+    out = [CPU_INDEX]
+    for line in _pinned_requirements():
+        name = re.split(r"[=<>\[ ]", line, maxsplit=1)[0].lower()
+        if line == CPU_INDEX or name == "otter-grader":
+            continue
+        if name == "torch":
+            version = line.split("==", 1)[1]
+            line = f"torch=={version.split('+')[0]}+cpu"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def student_notebook(master: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
+    """Run otter assign on the master notebook; copy the student version to dest."""
+    with tempfile.TemporaryDirectory(prefix="otter-assign-") as scratch:
+        out = pathlib.Path(scratch) / "assign"
+        proc = subprocess.run([sys.executable, "-m", "otter", "assign", str(master), str(out)],
+                              capture_output=True, text=True, cwd=scratch)
+        produced = out / "student" / master.name
+        if proc.returncode != 0 or not produced.is_file():
+            raise BuildError(f"otter assign failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(produced, dest)
+    return dest
+
+
+def check_stubs_are_generated() -> None:
+    for name, text in generated_stubs().items():
+        if (STUDENT_DIR / name).read_text() != text:
+            raise BuildError(f"student/{name} is not the generated stub (a solution in the handout?): "
+                             "run `python -m autograder.stubs`")
+
+
+def _write_tree(zf: zipfile.ZipFile, folder: pathlib.Path, arcroot: str, skip=()) -> None:
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder)
+        if any(part_matches(part, skip) for part in relative.parts) or not path.is_file():
+            continue
+        zf.write(path, f"{arcroot}/{relative.as_posix()}")
+
+
+def part_matches(name: str, patterns) -> bool:
+    return any(pathlib.PurePath(name).match(pattern) for pattern in patterns)
+
+
+def build_handout(zip_path: pathlib.Path, notebook: pathlib.Path) -> pathlib.Path:
+    """The student handout: student/ package, the student notebook, requirements.txt, README.md."""
+    check_stubs_are_generated()
+    assert set(GRADED_MODULES) <= {p.name for p in STUDENT_DIR.glob("*.py")}
+    zip_path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as zf:
+        _write_tree(zf, STUDENT_DIR, "student", skip=HANDOUT_PACKAGE_SKIP)
+        zf.write(notebook, NOTEBOOK_NAME)
+        zf.writestr("requirements.txt", student_requirements())
+        zf.writestr("README.md", STUDENT_README)
+    return zip_path
+
+
+def otter_config() -> dict:
+    return {
+        "lang": "python",
+        "plugins": [PLUGIN],
+        # Grading never reads the student's log or notebook outputs (the plugin enforces this too).
+        "grade_from_log": False,
+        "zips": False,
+        "print_summary": True,
+    }
+
+
+def build_autograder_zip(zip_path: pathlib.Path) -> pathlib.Path:
+    """Gradescope's autograder.zip: otter's set-up files, our otter_config with the plugin, the
+    pinned CPU requirements, and (at the top, importable) our engine, plugin and hidden suite."""
+    from otter.generate import main as otter_generate
+
+    zip_path = zip_path.resolve()
+    zip_path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="otter-generate-") as scratch:
+        scratch = pathlib.Path(scratch)
+        (scratch / "tests").mkdir()
+        (scratch / "otter_config.json").write_text(json.dumps(otter_config(), indent=2))
+        (scratch / "requirements.txt").write_text(autograder_requirements())
+        otter_generate(tests_dir=str(scratch / "tests"), output_path=str(zip_path),
+                       config=str(scratch / "otter_config.json"), requirements=str(scratch / "requirements.txt"),
+                       no_environment=True, python_version=PYTHON_VERSION)
+    missing = [source for source in AUTOGRADER_SOURCES if not (REPO / source).exists()]
+    if missing:
+        raise BuildError(f"cannot build autograder.zip: missing {', '.join(missing)}")
+    engine = [source for source in ENGINE_SOURCES if (REPO / source).exists()]
+    if len(engine) != len(ENGINE_SOURCES):
+        print("WARNING: the grading engine is not complete here; autograder.zip grades without its sandbox",
+              file=sys.stderr)
+    with zipfile.ZipFile(zip_path, "a", zipfile.ZIP_DEFLATED) as zf:
+        # Otter copies source/tests into the submission folder and fails when it is absent.
+        zf.writestr("tests/README.md", "Otter's own tests are not used: autograder.otter.plugin grades.\n")
+        for source in AUTOGRADER_SOURCES + tuple(engine):
+            path = REPO / source
+            if path.is_dir():
+                _write_tree(zf, path, source, skip=("__pycache__", "*.pyc"))
+            else:
+                zf.write(path, source)
+    return zip_path

@@ -1,0 +1,195 @@
+"""Assertions for the hidden suite: failure messages a student can act on, no hidden tensors.
+
+Every check raises AssertionError(text) itself, so the text is exactly what the student
+reads (pytest's assertion rewriting would otherwise print tensor reprs).
+A message names the call by the shapes and dtypes of its inputs, never their values,
+and shows at most one wrong entry.
+"""
+from __future__ import annotations
+
+import torch
+
+from grading_tests.gateway import CallOptions, CallResult, ModuleResult, ModuleSpec, StudentError
+
+# (atol, rtol) for comparing a result computed in this dtype with the float64 oracle.
+# Low-precision bounds are a few units in the last place of values of order 1.
+TOLERANCE = {
+    torch.float64: (1e-9, 1e-7),
+    torch.float32: (2e-5, 2e-4),
+    torch.float16: (1.5e-2, 1.5e-2),
+    torch.bfloat16: (6e-2, 6e-2),
+}
+
+
+def fail(message: str):
+    raise AssertionError(message)
+
+
+def describe(value) -> str:
+    """A short description of an argument: shape and dtype for tensors, repr for the rest."""
+    if isinstance(value, torch.Tensor):
+        dtype = str(value.dtype).removeprefix("torch.")
+        return f"tensor{tuple(value.shape)} {dtype}"
+    if isinstance(value, (list, tuple)) and len(value) > 8:
+        return f"{type(value).__name__} of {len(value)}"
+    return repr(value)
+
+
+def describe_call(function: str, args=(), kwargs=None) -> str:
+    parts = [describe(a) for a in args] + [f"{k}={describe(v)}" for k, v in (kwargs or {}).items()]
+    return f"{function}({', '.join(parts)})"
+
+
+def call(student, function: str, *args, options: CallOptions = CallOptions(), **kwargs) -> CallResult:
+    """student.<function>(*args, **kwargs); the student's exception becomes a failure that names the call."""
+    try:
+        return student.call(function, args, kwargs, options)
+    except StudentError as error:
+        fail(f"{describe_call(function, args, kwargs)} raised {error.type_name}: {error.message}")
+
+
+def run_module(student, spec: ModuleSpec, options: CallOptions = CallOptions()) -> ModuleResult:
+    try:
+        return student.run_module(spec, options)
+    except StudentError as error:
+        forward = ""
+        if spec.forward_kwargs is not None:
+            forward = "." + describe_call("forward", (), spec.forward_kwargs)
+        mode = " in training mode" if spec.training else ""
+        fail(f"{describe_call('MultiHeadAttention', (), spec.init_kwargs)}{forward}{mode} "
+             f"raised {error.type_name}: {error.message}")
+
+
+def expect_raises(student, error_type: str, function: str, *args, why: str, **kwargs):
+    try:
+        student.call(function, args, kwargs, CallOptions())
+    except StudentError as error:
+        if error.type_name != error_type:
+            fail(f"{describe_call(function, args, kwargs)} raised {error.type_name} ({error.message}); "
+                 f"expected {error_type}: {why}")
+        return error
+    fail(f"{describe_call(function, args, kwargs)} returned normally; expected {error_type}: {why}")
+
+
+def expect_tensor(got, what: str) -> torch.Tensor:
+    if not isinstance(got, torch.Tensor):
+        fail(f"{what} should be a tensor, got {type(got).__name__}")
+    return got
+
+
+def expect_pair(value, what: str):
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        fail(f"{what} should return a pair (output, weights), got {type(value).__name__}"
+             + (f" of length {len(value)}" if isinstance(value, (tuple, list)) else ""))
+    return value
+
+
+def expect_shape(got, shape, what: str):
+    expect_tensor(got, what)
+    if tuple(got.shape) != tuple(shape):
+        fail(f"{what} has shape {tuple(got.shape)}, expected {tuple(shape)}")
+
+
+def expect_dtype(got, dtype, what: str):
+    if got.dtype != dtype:
+        fail(f"{what} has dtype {got.dtype}, expected {dtype} (keep the input dtype: no .float()/.double() casts)")
+
+
+def expect_devices(result, device: str, what: str):
+    wrong = [d for d in result.devices if torch.device(d).type != torch.device(device).type]
+    if wrong:
+        fail(f"{what} returned a tensor on {wrong[0]} for inputs on {device}: create tensors with "
+             f"device=<the inputs' device> (for example torch.ones(..., device=scores.device))")
+
+
+def expect_unmodified(result, what: str, names=None):
+    if result.inputs_mutated:
+        which = result.inputs_mutated[0]
+        label = names[which] if names and isinstance(which, int) and which < len(names) else which
+        fail(f"{what} modified its input {label!r} in place; work on a new tensor (masked_fill, not masked_fill_)")
+
+
+def _first_bad(bad: torch.Tensor):
+    return tuple(torch.nonzero(bad)[0].tolist())
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def expect_close(got, expected, what: str, *, dtype=None, atol=None, rtol=None, hints=()):
+    """got (student, any float dtype) against expected (oracle, float64), same shape.
+
+    hints: (text, fn) pairs; fn() returns the output of a known mistake (or None). The first
+    mistake whose output matches got is named in the message.
+    """
+    expect_shape(got, expected.shape, what)
+    if not got.is_floating_point():
+        fail(f"{what} has dtype {got.dtype}, expected a floating-point tensor")
+    base_atol, base_rtol = TOLERANCE[dtype or got.dtype]
+    atol = base_atol if atol is None else atol
+    rtol = base_rtol if rtol is None else rtol
+    got64, exp64 = got.detach().to("cpu", torch.float64), expected.detach().to("cpu", torch.float64)
+    nan = torch.isnan(got64) & ~torch.isnan(exp64)
+    if nan.any():
+        where = _first_bad(nan)
+        fail(f"{what} contains NaN (first at index {where}, {int(nan.sum())} in all), expected "
+             f"{_fmt(exp64[where].item())} there. A row whose keys are all masked must give zeros: "
+             f"softmax over only -inf is NaN")
+    error = (got64 - exp64).abs()
+    bad = error > atol + rtol * exp64.abs()
+    bad |= torch.isinf(got64) & ~torch.isinf(exp64)
+    if not bad.any():
+        return
+    where = _first_bad(bad)
+    finite = error[torch.isfinite(error)]
+    message = (f"{what} is wrong at {int(bad.sum())} of {bad.numel()} entries; first at index {where}: "
+               f"got {_fmt(got64[where].item())}, expected {_fmt(exp64[where].item())}; "
+               f"max abs error {_fmt(finite.max().item() if finite.numel() else float('inf'))}")
+    hint = matching_hint(got64, hints, atol, rtol)
+    fail(message + (f". Hint: {hint}" if hint else ""))
+
+
+def matching_hint(got64, hints, atol, rtol):
+    for text, make in hints:
+        try:
+            candidate = make()
+        except Exception:  # noqa: BLE001 - a hint that does not apply to these shapes is just skipped
+            continue
+        if isinstance(candidate, tuple):
+            candidate = candidate[0]
+        if candidate is None or tuple(candidate.shape) != tuple(got64.shape):
+            continue
+        candidate = torch.nan_to_num(candidate.to(torch.float64), nan=0.0)
+        if torch.allclose(torch.nan_to_num(got64, nan=0.0), candidate, atol=atol, rtol=rtol):
+            return text
+    return None
+
+
+def expect_equal(got, expected, what: str, hints=()):
+    """Exact equality, for masks and for the heads' rearrangements."""
+    expect_shape(got, expected.shape, what)
+    if got.dtype != expected.dtype:
+        fail(f"{what} has dtype {got.dtype}, expected {expected.dtype}")
+    bad = got != expected
+    if expected.is_floating_point():
+        bad &= ~(torch.isnan(got) & torch.isnan(expected))
+    if not bad.any():
+        return
+    where = _first_bad(bad)
+    message = (f"{what} is wrong at {int(bad.sum())} of {bad.numel()} entries; first at index {where}: "
+               f"got {got[where].item()}, expected {expected[where].item()}")
+    for text, make in hints:
+        candidate = make()
+        if candidate is not None and candidate.shape == got.shape and torch.equal(candidate.to(got.dtype), got):
+            message += f". Hint: {text}"
+            break
+    fail(message)
+
+
+def generator(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def randn(*shape, seed: int, dtype=torch.float32, scale: float = 1.0) -> torch.Tensor:
+    return (torch.randn(*shape, generator=generator(seed), dtype=torch.float64) * scale).to(dtype)

@@ -1,0 +1,289 @@
+"""Low-precision agreement checks for MultiHeadAttention, with tolerances derived as PyTorch's SDPA tests do.
+
+PyTorch's test/test_transformers.py ("[Note] Fused Tolerances", e.g.
+test_mem_efficient_attention_vs_math_ref_grads) runs three computations on the same inputs:
+
+    golden   the math in high precision (here: float64, grading_tests.oracle)
+    low      the same math in the working dtype, on the same device: the "low-precision math reference"
+    tested   the code under test, in the working dtype
+
+and accepts `tested` when |tested - golden| <= atol + rtol * |golden| elementwise, where atol and
+rtol are the low-precision reference's own error against golden (never below torch.testing's
+default tolerances for the dtype), times a fudge factor. The bar is "about as accurate as
+straightforward math in this dtype", so it adapts to the dtype, the shapes and the device.
+
+One change to PyTorch's recipe, for grading: PyTorch takes rtol as the largest relative error
+over ALL entries, and entries whose golden value is close to 0 make that ratio arbitrarily large
+(a tolerance that accepts almost anything; harmless when testing a kernel, fatal when grading).
+Here the relative error is taken only over entries with |golden| >= RTOL_FLOOR_SCALE * max|golden|;
+near-zero entries are covered by atol, exactly as in PyTorch.
+
+Everything here runs on any device: the project tests run it on the CPU in float16/bfloat16,
+the CUDA tests in test_part6_cuda.py on a GPU.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from grading_tests import oracle
+from grading_tests.checks import expect_close, run_module
+from grading_tests.gateway import SDPA_BACKENDS, CallOptions, ModuleSpec, restricting_sdpa
+
+# torch.testing's defaults, the floors PyTorch's SDPA tests use (test_transformers.py).
+DEFAULT_ATOL = {torch.float16: 1e-3, torch.bfloat16: 1e-3, torch.float32: 1e-5, torch.float64: 1e-7}
+DEFAULT_RTOL = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1.3e-6, torch.float64: 1e-7}
+RTOL_FLOOR_SCALE = 0.1
+# PyTorch fudges fused-kernel gradients by 1.5 (queries) up to 12 (keys); a student's code may order
+# its operations differently from the low-precision reference, so both get more room. Real bugs
+# (a missing scale, an ignored mask) miss by two or more orders of magnitude more (tests/test_cuda_tolerance.py).
+OUTPUT_FUDGE = 4.0
+GRAD_FUDGE = 8.0
+
+BACKENDS = tuple(SDPA_BACKENDS)   # flash, efficient, cudnn, math
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+
+    def violations(self, got: torch.Tensor, golden: torch.Tensor) -> torch.Tensor:
+        """Bool mask of the entries outside atol + rtol * |golden| (NaN counts as outside)."""
+        got64, golden64 = got.detach().to("cpu", torch.float64), golden.detach().to("cpu", torch.float64)
+        return ~((got64 - golden64).abs() <= self.atol + self.rtol * golden64.abs())
+
+
+def derive_tolerance(golden: torch.Tensor, low: torch.Tensor, fudge: float = 1.0) -> Tolerance:
+    """atol/rtol from the low-precision reference's error against golden (PyTorch's get_tolerances)."""
+    dtype = low.dtype
+    golden64, low64 = golden.detach().to("cpu", torch.float64), low.detach().to("cpu", torch.float64)
+    deviation = (golden64 - low64).abs()
+    atol = deviation.max().item() if deviation.numel() else 0.0
+    magnitude = golden64.abs()
+    big = magnitude >= RTOL_FLOOR_SCALE * magnitude.max() if magnitude.numel() else magnitude.bool()
+    rtol = (deviation[big] / magnitude[big]).max().item() if big.any() and magnitude.max() > 0 else 0.0
+    if not math.isfinite(atol) or not math.isfinite(rtol):
+        raise ValueError(f"the {dtype} reference is not finite: these inputs overflow {dtype}")
+    return Tolerance(atol=fudge * max(atol, DEFAULT_ATOL[dtype]), rtol=fudge * max(rtol, DEFAULT_RTOL[dtype]))
+
+
+# ---------------------------------------------------------------- the inputs
+
+@dataclass(frozen=True)
+class Case:
+    """One MultiHeadAttention call. Sizes are odd on purpose: no length is a multiple of a kernel's tile."""
+    name: str
+    queries: int = 37
+    keys: int | None = None               # None: self-attention over the queries
+    key_lengths: tuple[int, ...] | None = None   # real tokens per batch row of the keys; None: no padding
+    is_causal: bool = False
+    embed_dim: int = 64
+    num_heads: int = 4                    # head dim 16: a multiple of 8, as every fused CUDA kernel wants
+
+    @property
+    def batch(self) -> int:
+        return 3 if self.key_lengths is None else len(self.key_lengths)
+
+    @property
+    def key_count(self) -> int:
+        return self.queries if self.keys is None else self.keys
+
+
+# Every row keeps at least one visible key, so no backend's convention for empty rows matters here
+# (the CPU suite checks empty rows).
+CASES = (
+    Case("self"),
+    Case("self-causal", is_causal=True),
+    Case("self-padding", key_lengths=(37, 20, 1)),
+    Case("self-padding-causal", key_lengths=(37, 20, 1), is_causal=True),
+    Case("cross", keys=53),
+    Case("cross-padding", keys=53, key_lengths=(53, 30, 7)),
+)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The grader's copies, already rounded to the dtype the student's module runs in."""
+    state: dict              # float32 values exactly representable in dtype (load_state_dict keeps them)
+    forward: dict            # x, context, padding_mask, is_causal
+    grad_output: torch.Tensor
+    dtype: torch.dtype
+
+
+def make_inputs(case: Case, dtype: torch.dtype, seed: int = 6) -> Inputs:
+    gen = torch.Generator().manual_seed(seed)
+    state = {name: value.to(dtype).to(torch.float32) for name, value in oracle.random_state(case.embed_dim, seed=seed).items()}
+    shape_x = (case.batch, case.queries, case.embed_dim)
+    x = torch.randn(shape_x, generator=gen, dtype=torch.float64).to(dtype)
+    context = None
+    if case.keys is not None:
+        context = torch.randn(case.batch, case.keys, case.embed_dim, generator=gen, dtype=torch.float64).to(dtype)
+    mask = None if case.key_lengths is None else oracle.padding(case.key_lengths, case.key_count)
+    grad_output = torch.randn(shape_x, generator=gen, dtype=torch.float64).to(dtype)
+    forward = {"x": x, "context": context, "padding_mask": mask, "is_causal": case.is_causal}
+    return Inputs(state, forward, grad_output, dtype)
+
+
+# ---------------------------------------------------------------- the two references
+
+def low_precision_mha(state, num_heads, x, context=None, padding_mask=None, is_causal=False):
+    """MultiHeadAttention.forward written plainly, in the inputs' dtype and on their device."""
+    def project(t, name):
+        return F.linear(t, state[f"{name}.weight"], state.get(f"{name}.bias"))
+
+    source = x if context is None else context
+    (B, L, E), S = x.shape, source.shape[1]
+    D = E // num_heads
+
+    def heads(t):
+        return t.reshape(B, -1, num_heads, D).transpose(1, 2)
+
+    q, k, v = heads(project(x, "q_proj")), heads(project(source, "k_proj")), heads(project(source, "v_proj"))
+    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))
+    visible = torch.ones(L, S, dtype=torch.bool, device=x.device)
+    if is_causal:
+        visible = visible.tril()
+    if padding_mask is not None:
+        visible = visible & padding_mask[:, None, None, :]
+    weights = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
+    weights = torch.where(visible.any(-1, keepdim=True), weights, torch.zeros((), dtype=weights.dtype, device=x.device))
+    return project((weights @ v).transpose(1, 2).reshape(B, L, E), "out_proj")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A forward and its gradients: 'output', 'x', 'context' (if any) and every parameter name."""
+    tensors: dict
+
+
+def _run_with_grads(mha, num_heads, inputs: Inputs, dtype, device) -> Outcome:
+    state = {k: v.to(device, dtype).requires_grad_(True) for k, v in inputs.state.items()}
+    forward = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in inputs.forward.items()}
+    for key in ("x", "context"):
+        if forward[key] is not None:
+            forward[key] = forward[key].to(dtype).requires_grad_(True)
+    output = mha(state, num_heads, **forward)
+    differentiable = {k: forward[k] for k in ("x", "context") if forward[k] is not None} | state
+    grads = torch.autograd.grad(output, list(differentiable.values()), inputs.grad_output.to(output.device, output.dtype))
+    tensors = {"output": output.detach().cpu()}
+    tensors.update({name: g.detach().cpu() for name, g in zip(differentiable, grads)})
+    return Outcome(tensors)
+
+
+def golden_outcome(case: Case, inputs: Inputs) -> Outcome:
+    """float64 on the CPU, through the suite's oracle."""
+    return _run_with_grads(oracle.mha, case.num_heads, inputs, torch.float64, "cpu")
+
+
+def low_precision_outcome(case: Case, inputs: Inputs, device) -> Outcome:
+    return _run_with_grads(low_precision_mha, case.num_heads, inputs, inputs.dtype, device)
+
+
+@dataclass(frozen=True)
+class Expected:
+    golden: Outcome
+    tolerances: dict   # name -> Tolerance
+
+
+def expected_for(case: Case, inputs: Inputs, device) -> Expected:
+    golden = golden_outcome(case, inputs)
+    low = low_precision_outcome(case, inputs, device)
+    tolerances = {name: derive_tolerance(golden.tensors[name], low.tensors[name],
+                                         OUTPUT_FUDGE if name == "output" else GRAD_FUDGE)
+                  for name in golden.tensors}
+    return Expected(golden, tolerances)
+
+
+@functools.lru_cache(maxsize=None)
+def cached_expectation(case: Case, dtype: torch.dtype, device: str) -> tuple[Inputs, Expected]:
+    inputs = make_inputs(case, dtype)
+    return inputs, expected_for(case, inputs, device)
+
+
+# ---------------------------------------------------------------- running the student's module
+
+def call_options(device: str, grad_output: torch.Tensor, backend: str | None) -> CallOptions:
+    return CallOptions(device=device, grad_outputs=(grad_output,), sdpa_backend=backend)
+
+
+def describe_case(case: Case, dtype: torch.dtype, fused: bool, backend: str | None, device: str) -> str:
+    kind = "cross-attention" if case.keys is not None else "self-attention"
+    masks = [m for m, on in (("padding mask", case.key_lengths), ("is_causal=True", case.is_causal)) if on]
+    path = f"fused=True, SDPA backend {backend}" if backend else f"fused={fused}"
+    return (f"MultiHeadAttention({case.embed_dim}, {case.num_heads}, {path}) on {device} in "
+            f"{str(dtype).removeprefix('torch.')}, {kind} (B={case.batch}, L={case.queries}, S={case.key_count})"
+            + (f" with {' and '.join(masks)}" if masks else ""))
+
+
+def run_student(student, case: Case, inputs: Inputs, *, fused: bool, device: str, backend: str | None = None):
+    spec = ModuleSpec(init_kwargs={"embed_dim": case.embed_dim, "num_heads": case.num_heads, "fused": fused},
+                      state_dict=inputs.state, forward_kwargs=inputs.forward, dtype=inputs.dtype)
+    return run_module(student, spec, call_options(device, inputs.grad_output, backend))
+
+
+def check_agreement(result, case: Case, inputs: Inputs, expected: Expected, what: str):
+    """The student's output and every gradient within the derived tolerances of the float64 golden values."""
+    golden, tolerances = expected.golden.tensors, expected.tolerances
+    if result.output is None:
+        raise AssertionError(f"{what}: forward returned no output")
+    if result.output.dtype != inputs.dtype:
+        raise AssertionError(f"{what}: output has dtype {result.output.dtype}, expected {inputs.dtype} "
+                             f"(keep the input dtype: no .float() casts)")
+    hints = mha_hints(case, inputs)
+    _close(result.output, golden["output"], tolerances["output"], f"{what}: output", hints)
+    grads = dict(result.input_grads or {}) | dict(result.param_grads or {})
+    for name, expected_grad in golden.items():
+        if name == "output":
+            continue
+        got = grads.get(name)
+        if got is None:
+            raise AssertionError(f"{what}: no gradient reached {name!r}: does the path detach or use no_grad?")
+        _close(got, expected_grad, tolerances[name], f"{what}: gradient of {name!r}")
+
+
+def _close(got, golden, tolerance: Tolerance, what, hints=()):
+    expect_close(got, golden, what, atol=tolerance.atol, rtol=tolerance.rtol, hints=hints)
+
+
+def mha_hints(case: Case, inputs: Inputs):
+    forward = inputs.forward
+    return [(text, make) for text, make in oracle.mha_mistakes(
+        inputs.state, case.num_heads, forward["x"], forward["context"], forward["padding_mask"], forward["is_causal"])]
+
+
+# ---------------------------------------------------------------- which SDPA backends can run a case
+
+def backend_problem(name: str, case: Case, dtype: torch.dtype, device: str) -> str | None:
+    """Why this backend cannot run the SDPA call the fused path makes for this case, or None if it can.
+
+    Probes on the trusted side, forward and backward, with the inputs a correct fused path hands to
+    F.scaled_dot_product_attention: heads (B, H, L, D), a bool (B, 1, L, S) mask only when there is
+    padding (folded with the causal mask, since not every backend takes both), is_causal otherwise.
+    """
+    B, H, L, S = case.batch, case.num_heads, case.queries, case.key_count
+    D = case.embed_dim // H
+    q = torch.randn(B, H, L, D, device=device, dtype=dtype, requires_grad=True)
+    k = torch.randn(B, H, S, D, device=device, dtype=dtype, requires_grad=True)
+    v = torch.randn(B, H, S, D, device=device, dtype=dtype, requires_grad=True)
+    mask, is_causal = None, case.is_causal
+    if case.key_lengths is not None:
+        mask = oracle.expand(oracle.padding(case.key_lengths, S), L)
+        if is_causal:
+            mask, is_causal = mask & oracle.causal(L, S), False
+        mask = mask.to(device)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with restricting_sdpa(name):
+                out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
+                out.backward(torch.ones_like(out))
+        except RuntimeError as error:
+            reasons = "; ".join(str(w.message).strip().splitlines()[0] for w in caught)
+            return f"{str(error).strip().splitlines()[0]}" + (f" ({reasons})" if reasons else "")
+    return None

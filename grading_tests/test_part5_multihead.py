@@ -1,0 +1,150 @@
+"""Part 5: MultiHeadAttention with fused=False: projections, self- and cross-attention, masks, dropout."""
+import pytest
+import torch
+
+from grading_tests import oracle
+from grading_tests.checks import expect_devices, fail, randn, run_module
+from grading_tests.gateway import CallOptions, ModuleSpec, StudentError
+from grading_tests.module_checks import (MODULE_CASES, case_inputs, check_dropout_rate, check_gradients,
+                                         check_lesson, check_module)
+
+pytestmark = pytest.mark.part(5)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_parameters_are_exactly_the_four_projections(student, bias):
+    E = 12
+    built = run_module(student, ModuleSpec(init_kwargs={"embed_dim": E, "num_heads": 3, "bias": bias}))
+    expected = {f"{p}_proj.{w}": (E, E) if w == "weight" else (E,)
+                for p in ("q", "k", "v", "out") for w in (("weight", "bias") if bias else ("weight",))}
+    if built.parameters != expected:
+        missing = sorted(set(expected) - set(built.parameters))
+        extra = sorted(set(built.parameters) - set(expected))
+        wrong = sorted(n for n in set(expected) & set(built.parameters) if built.parameters[n] != expected[n])
+        fail(f"MultiHeadAttention({E}, 3, bias={bias}) parameters differ from four nn.Linear({E}, {E}, bias={bias}) "
+             f"named q_proj, k_proj, v_proj, out_proj: missing {missing}, unexpected {extra}, wrong shape {wrong}")
+    not_linear = {n: c for n, c in built.submodules.items() if n.endswith("_proj") and c != "Linear"}
+    if not_linear:
+        fail(f"the projections must be nn.Linear; got {not_linear}")
+    init_kwargs, state, forward = case_inputs("self", 500)
+    init_kwargs["bias"] = bias
+    state = oracle.random_state(12, bias, 501)
+    check_module(student, init_kwargs, state, forward)
+
+
+def test_rejects_a_head_count_that_does_not_divide_the_width(student):
+    try:
+        student.run_module(ModuleSpec(init_kwargs={"embed_dim": 10, "num_heads": 3}))
+    except StudentError as error:
+        if error.type_name != "ValueError":
+            fail(f"MultiHeadAttention(10, 3) raised {error.type_name} ({error.message}); expected ValueError")
+    else:
+        fail("MultiHeadAttention(10, 3) was created; expected ValueError: 10 features cannot make 3 equal heads")
+    check_module(student, *case_inputs("cross-padding", 502))  # 10 features in 5 heads is fine
+
+
+def test_lesson_self_and_causal_attention(student):
+    check_lesson(student, fused=False)
+
+
+@pytest.mark.parametrize("case", MODULE_CASES, ids=list(MODULE_CASES))
+def test_agrees_with_float64_math_on_random_inputs(student, case):
+    check_module(student, *case_inputs(case, 510 + 10 * list(MODULE_CASES).index(case)))
+
+
+@pytest.mark.parametrize("case", ["self-causal-padding", "cross-padding"])
+def test_gradients_agree_with_float64_math(student, case):
+    check_gradients(student, case, 600 + len(case), fused=False)
+
+
+def test_manual_path_does_not_call_torch_attention(student):
+    check_module(student, *case_inputs("self-causal-padding", 610), options=CallOptions(forbid_fused=True))
+    check_module(student, *case_inputs("cross-padding", 611), options=CallOptions(forbid_fused=True))
+
+
+def test_causal_cross_attention_is_rejected(student):
+    init_kwargs, state, forward = case_inputs("cross", 620)
+    spec = ModuleSpec(init_kwargs=init_kwargs, state_dict=state, forward_kwargs={**forward, "is_causal": True})
+    try:
+        student.run_module(spec)
+    except StudentError as error:
+        if error.type_name != "ValueError":
+            fail(f"forward(x, context=..., is_causal=True) raised {error.type_name} ({error.message}); "
+                 f"expected ValueError: is_causal only makes sense for self-attention")
+    else:
+        fail("forward(x, context=..., is_causal=True) returned normally; expected ValueError: "
+             "is_causal only makes sense for self-attention")
+    check_module(student, init_kwargs, state, forward)
+
+
+def test_dropout_only_in_training_and_at_the_given_rate(student):
+    check_dropout_rate(student, fused=False)
+
+
+def test_no_dropout_in_eval_mode(student):
+    init_kwargs, state, forward = case_inputs("self-padding", 630)
+    check_module(student, {**init_kwargs, "dropout": 0.5}, state, forward, options=CallOptions(seed=1))
+
+
+def test_training_mode_without_dropout_changes_nothing(student):
+    init_kwargs, state, forward = case_inputs("cross-padding", 640)
+    check_module(student, init_kwargs, state, forward, training=True)
+
+
+def test_padded_tokens_do_not_change_real_outputs(student):
+    init_kwargs, state, forward = case_inputs("self-padding", 650)
+    before = check_module(student, init_kwargs, state, forward).output
+    changed = forward["x"].clone()
+    lengths = [7, 3, 5]
+    for b, n in enumerate(lengths):
+        changed[b, n:] = randn(7 - n, 12, seed=651 + b, scale=5.0)
+    after = check_module(student, init_kwargs, state, {**forward, "x": changed}).output
+    for b, n in enumerate(lengths):
+        if not torch.allclose(before[b, :n], after[b, :n], atol=1e-5):
+            fail(f"changing the padded tokens of sequence {b} changed the outputs of its real tokens: "
+                 f"padded keys must get zero attention")
+
+
+def test_future_tokens_do_not_change_past_outputs(student):
+    init_kwargs, state, forward = case_inputs("self-causal", 660)
+    before = check_module(student, init_kwargs, state, forward).output
+    changed = forward["x"].clone()
+    changed[:, 3:] += 4.0
+    after = check_module(student, init_kwargs, state, {**forward, "x": changed}).output
+    if not torch.allclose(before[:, :3], after[:, :3], atol=1e-5):
+        fail("with is_causal=True, changing tokens 3.. changed the outputs of tokens 0..2")
+
+
+def test_self_attention_is_permutation_equivariant(student):
+    init_kwargs, state, forward = case_inputs("self", 670)
+    perm = torch.tensor([4, 2, 0, 3, 1])
+    before = check_module(student, init_kwargs, state, forward).output
+    after = check_module(student, init_kwargs, state, {"x": forward["x"][:, perm]}).output
+    if not torch.allclose(before[:, perm], after, atol=1e-5):
+        fail("without masks, permuting the input tokens must permute the outputs the same way")
+
+
+def test_a_sequence_with_no_real_token_gives_no_nan(student):
+    init_kwargs, state, forward = case_inputs("cross-padding", 680)
+    forward["padding_mask"] = oracle.padding([9, 0, 4], 9)
+    check_module(student, init_kwargs, state, forward)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_low_precision_module(student, dtype):
+    init_kwargs, state, forward = case_inputs("self-causal-padding", 690, dtype=dtype)
+    check_module(student, init_kwargs, state, forward, dtype=dtype)
+
+
+def test_runs_on_the_inputs_device(student):
+    for case in ("self-causal-padding", "cross-padding"):
+        init_kwargs, state, forward = case_inputs(case, 700)
+        result = check_module(student, init_kwargs, state, forward, options=CallOptions(device="meta"))
+        expect_devices(result, "meta", f"MultiHeadAttention ({case})")
+        check_module(student, init_kwargs, state, forward)
+
+
+def test_inputs_are_not_modified(student):
+    result = check_module(student, *case_inputs("cross-padding", 710))
+    if result.inputs_mutated:
+        fail(f"forward modified its input {result.inputs_mutated[0]!r} in place")

@@ -1,0 +1,69 @@
+"""Part 6 on a GPU: both paths of MultiHeadAttention in float16, bfloat16 and float32, against float64.
+
+For every case (self- and cross-attention, padding and causal masks) and dtype, the student's
+module runs on CUDA with the grader's weights, and its output and all gradients (inputs and
+parameters) must lie within tolerances derived from the error of plain low-precision math, as
+PyTorch's own SDPA tests derive them (see lowp_tolerance.py). The fused path runs once with
+PyTorch's own choice of backend and once with each SDPA backend forced (flash, memory-efficient,
+cuDNN, math) where that backend can run the inputs on this GPU.
+
+Without a GPU every test here is skipped: skipped tests are worth 0 and the part's points are
+shared among the tests that ran, so the total stays 100 on a CPU-only grader.
+
+Run on a GPU machine:  python -m pytest grading_tests -k cuda --submission DIR -v
+"""
+import pytest
+import torch
+
+from grading_tests.lowp_tolerance import (BACKENDS, CASES, backend_problem, cached_expectation, check_agreement,
+                                          describe_case, run_student)
+
+DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+PATHS = ("manual", "fused-default") + tuple(f"fused-{name}" for name in BACKENDS)
+# All of these together weigh as much as six CPU tests of Part 6: the GPU confirms what the CPU
+# tests check, on more backends, rather than dominating the part.
+WEIGHT = 6.0 / (len(DTYPES) * len(CASES) * len(PATHS))
+
+pytestmark = [
+    pytest.mark.part(6),
+    pytest.mark.weight(WEIGHT),
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; torch.cuda.is_available() is False here"),
+]
+
+DEVICE = "cuda"
+
+
+def dtype_id(dtype):
+    return str(dtype).removeprefix("torch.")
+
+
+def agree(student, case, dtype, *, fused, backend=None):
+    inputs, expected = cached_expectation(case, dtype, DEVICE)
+    what = describe_case(case, dtype, fused, backend, DEVICE)
+    result = run_student(student, case, inputs, fused=fused, device=DEVICE, backend=backend)
+    if any(torch.device(d).type != torch.device(DEVICE).type for d in result.devices):
+        raise AssertionError(f"{what}: the output came back on {result.devices[0]}, not on {DEVICE}: "
+                             f"create tensors on the inputs' device, not on a fixed one")
+    check_agreement(result, case, inputs, expected, what)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_cuda_manual_path_matches_float64(student, case, dtype):
+    agree(student, case, dtype, fused=False)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_cuda_fused_path_matches_float64(student, case, dtype):
+    agree(student, case, dtype, fused=True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_cuda_fused_path_matches_float64_on_each_backend(student, case, dtype, backend):
+    problem = backend_problem(backend, case, dtype, DEVICE)
+    if problem is not None:
+        pytest.skip(f"the {backend} backend cannot run these inputs on this GPU: {problem}")
+    agree(student, case, dtype, fused=True, backend=backend)
