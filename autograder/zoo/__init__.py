@@ -1,4 +1,6 @@
-"""Sample submissions for proving the hidden suite: realistic bugs (bugs.py) and correct variants (variants.py).
+"""Sample submissions that prove the hidden suite: realistic bugs (bugs.py) and correct variants (variants.py).
+
+Used by the project tests (tests/test_grading_suite.py) and by `python -m autograder selfcheck`.
 
 Each sample is the reference with one small edit (autograder.samples.edited_reference raises when
 an edit does not apply, so a sample can never silently turn into the reference).

@@ -1,5 +1,5 @@
 """Correct solutions written differently from the reference. Every one must score exactly 100."""
-from tests.zoo import Sample, edit
+from autograder.zoo import Sample, edit
 from autograder.samples import reference_source
 
 SOFTMAX = "    weights = torch.softmax(apply_mask(scores, mask), dim=-1)"

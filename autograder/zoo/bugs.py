@@ -1,5 +1,5 @@
 """Realistic wrong submissions, each with the part its bug lives in. Every one must lose points there."""
-from tests.zoo import edit
+from autograder.zoo import edit
 
 SCALE = "        scale = q.size(-1) ** -0.5"
 SCORES = "    return torch.matmul(q, k.transpose(-2, -1)) * scale"
