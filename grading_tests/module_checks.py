@@ -60,7 +60,10 @@ def check_module(student, init_kwargs, state, forward, *, fused=False, options=C
     spec = ModuleSpec(init_kwargs=init, state_dict=state, forward_kwargs=forward, dtype=dtype, training=training)
     result = run_module(student, spec, options)
     what = describe_forward(init_kwargs, forward, fused, training)
-    x = forward["x"]
+    x, context = forward["x"], forward.get("context")
+    if context is not None and result.output is not None and result.output.shape == context.shape != x.shape:
+        fail(f"the output of {what} has shape {tuple(result.output.shape)}, the shape of the context, expected "
+             f"{tuple(x.shape)}. Hint: cross-attention roles swapped? Queries come from x, keys and values from context")
     expect_shape(result.output, x.shape, f"the output of {what}")
     expect_dtype(result.output, x.dtype, f"the output of {what}")
     if options.device == "meta":

@@ -1,4 +1,4 @@
-"""Grade many submission folders with the hidden suite, each in its own child process, two at a time."""
+"""Grade sample submission folders with the hidden suite (in-process gateway), each in its own child process, two at a time."""
 from __future__ import annotations
 
 import json
@@ -10,17 +10,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 from autograder.samples import write_submission
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+REPO = pathlib.Path(__file__).resolve().parents[1]
 WORKERS = 2
 
 
-def grade_folder(folder: pathlib.Path, results: pathlib.Path) -> dict:
+def grade_folder(folder: pathlib.Path, results: pathlib.Path, hash_seed: str = "0") -> dict:
     """Run grading_tests on folder's student/ package; returns the results.json dict (plus pytest's output)."""
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "grading_tests", "--submission", str(folder), "--results-json", str(results),
          "-q", "-p", "no:cacheprovider"],
         cwd=REPO, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONHASHSEED": "0"},
+        env={**os.environ, "PYTHONHASHSEED": hash_seed},
     )
     if not results.exists():
         raise RuntimeError(f"grading {folder} wrote no results (exit {proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
