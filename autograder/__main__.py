@@ -10,6 +10,7 @@ COMMANDS = {
     "build": ("autograder.build_cli", "build dist/: student notebook, handout zip, Gradescope autograder.zip"),
     "selfcheck": ("autograder.selfcheck", "build everything and verify the grader end to end"),
     "stubs": ("autograder.stubs", "regenerate student/ stubs from assignment/reference/"),
+    "examples": ("autograder.examples", "write a small example class of submissions to grade (out/example-class)"),
 }
 
 

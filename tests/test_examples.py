@@ -1,0 +1,37 @@
+"""The README's main job: the bundled example class grades into a gradebook with one row each."""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+from autograder.examples import write_examples
+from autograder.stubs import REPO
+
+EXPECTED = {   # name -> (status, score or None for "between 0 and 100")
+    "alice": ("graded", 100.0), "bob": ("graded", None), "carol": ("graded", 0.0), "dave": ("graded", 100.0),
+    "erin": ("graded", None), "frank": ("error", 0.0), "grace": ("error", 0.0),
+}
+
+
+def test_the_example_class_grades_into_a_gradebook(tmp_path):
+    write_examples(tmp_path / "class")
+    out = tmp_path / "gradebook"
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "class"), "--out", str(out),
+                           "--workers", "2"], capture_output=True, text=True, timeout=600,
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = {row["submission"]: row for row in csv.DictReader((out / "grades.csv").open())}
+    assert set(rows) == set(EXPECTED)
+    for name, (status, score) in EXPECTED.items():
+        assert rows[name]["status"] == status, rows[name]
+        if score is None:
+            assert 0 < float(rows[name]["score"]) < 100, rows[name]
+        else:
+            assert float(rows[name]["score"]) == score, rows[name]
+    assert "expected ':'" in rows["frank"]["message"] and "scaling.py" in rows["frank"]["message"]
+    assert "not a readable zip" in rows["grace"]["message"]
+    assert float(rows["bob"]["part1"]) < 10 and float(rows["erin"]["part2"]) < 30
+    feedback = json.loads((out / "results" / "bob.json").read_text())
+    assert any("1/sqrt(E)" in test["output"] for test in feedback["tests"])
+    assert (out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
