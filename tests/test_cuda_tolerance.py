@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from autograder.samples import edited_reference, write_submission
+from autograder.zoo.variants import VARIANTS
 from grading_tests import lowp_tolerance as lowp
 from grading_tests import oracle
 from grading_tests.gateway import LocalGateway
@@ -23,20 +24,12 @@ DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 SDPA_CALL = "return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)"
 FOLD_CAUSAL = "mask = mask & causal_mask(q.size(-2), k.size(-2), device=q.device)"
 
-# Correct code written differently from the reference: must pass in every dtype.
-CORRECT_VARIANTS = {
+# Correct code written differently from the reference (the zoo's variants, plus a softmax taken in
+# float32 and cast back, which only matters in half precision): must pass in every dtype.
+CORRECT_VARIANTS = {sample.name: sample.overrides for sample in VARIANTS} | {
     "softmax-in-float32": edited_reference(
         "masking.py", "weights = torch.softmax(apply_mask(scores, mask), dim=-1)",
         "weights = torch.softmax(apply_mask(scores, mask).float(), dim=-1).to(scores.dtype)"),
-    "scale-q-before-matmul": edited_reference(
-        "scaling.py", "return torch.matmul(q, k.transpose(-2, -1)) * scale", "return torch.matmul(q * scale, k.transpose(-2, -1))"),
-    "finfo-min-fill": edited_reference(
-        "masking.py", 'scores.masked_fill(~mask, float("-inf"))', "scores.masked_fill(~mask, torch.finfo(scores.dtype).min)"),
-    "fused-additive-float-mask": edited_reference(
-        "multihead.py", SDPA_CALL,
-        "float_mask = None if mask is None else torch.zeros(mask.shape, dtype=q.dtype, device=q.device)"
-        ".masked_fill(~mask, float('-inf'))\n        "
-        + SDPA_CALL.replace("attn_mask=mask", "attn_mask=float_mask")),
 }
 
 # name -> (overrides, path that is wrong, cases where it shows, words the failure must contain)
