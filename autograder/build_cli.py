@@ -68,9 +68,12 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT, help="output folder (default: dist/)")
     args = parser.parse_args(argv)
+    if args.out.exists() and not args.out.is_dir():
+        print(f"build failed: --out {args.out} is a file, not a folder", file=sys.stderr)
+        return 2
     try:
         result = build(args.out)
-    except packaging.BuildError as error:
+    except (packaging.BuildError, OSError) as error:
         print(f"build failed: {error}", file=sys.stderr)
         return 1
     print(f"built into {result.out}:\n{result.summary()}")

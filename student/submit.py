@@ -26,7 +26,7 @@ SIZE_WARNING_BYTES = 5 * 1024 * 1024
 # Otter needs one notebook in a submission; this stands in when yours is not next to student/.
 PLACEHOLDER_NOTEBOOK = """{"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["attention.ipynb was not found when this submission was made; only student/ is graded."]}],
  "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
- "nbformat": 4, "nbformat_minor": 5}
+ "nbformat": 4, "nbformat_minor": 4}
 """
 
 

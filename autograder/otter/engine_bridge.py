@@ -1,55 +1,108 @@
-"""The single door from Otter to our grading: grade one submission folder, get Gradescope results.
+"""The single door from Otter to our grading: grade one submission, get Gradescope's results.json.
 
 Everything Otter-related calls grade_submission(); only this file knows how the engine is started.
-It runs the engine as a child process from `source_root` (the folder holding the `autograder` and
-`grading_tests` packages: the repository, or /autograder/source inside Gradescope), so the grader
-that runs is exactly the one shipped in autograder.zip, and it is literally the batch command:
-the same code path gives the same score.
+It runs the batch command, `python -m autograder grade SUBMISSION --out SCRATCH`, as a child process
+from `source_root` (the folder holding the `autograder` and `grading_tests` packages: the repository,
+or /autograder/source on Gradescope), so the grader that runs is exactly the one shipped in
+autograder.zip and the score is the batch command's by construction.
 """
 from __future__ import annotations
 
 import json
 import os
 import pathlib
+import shutil
+import stat
 import subprocess
 import sys
 import tempfile
+import zipfile
 
-# Wall-clock limit for grading one submission, above the engine's own per-call limits.
+# Wall-clock limit for grading one submission: above the engine's own budget (240 s + 60 s grace).
 GRADE_TIMEOUT_S = 1200
+PACKED_NAME = "submission.zip"
 
 
 class GradingFailed(RuntimeError):
     """The engine itself failed (not the student's code): the instructor must look."""
 
 
-def grade_command(submission_dir: pathlib.Path, results_json: pathlib.Path, source_root: pathlib.Path) -> list[str]:
-    """The batch command that grades one submission folder into a Gradescope results.json."""
-    if (source_root / "autograder" / "grade_cli.py").is_file():
-        return [sys.executable, "-m", "autograder", "grade", str(submission_dir), "--results-json", str(results_json)]
-    # TEMPORARY until the engine lands: the hidden suite in a child process, in-process gateway (no sandbox).
-    return [sys.executable, "-m", "pytest", str(source_root / "grading_tests"), "-q", "-p", "no:cacheprovider",
-            "--rootdir", str(source_root), "--submission", str(submission_dir), "--results-json", str(results_json)]
+def pack_folder(folder: pathlib.Path, zip_path: pathlib.Path, skip: set[str] = frozenset()) -> pathlib.Path:
+    """Zip a submission folder as the student uploaded it, so the engine unpacks it exactly as it
+    unpacks any zip. Links are stored as links (never followed), so the engine rejects them as it
+    would in a folder; `skip` names top-level entries that are not the student's (Otter's own)."""
+    with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for root, dirs, files in os.walk(folder):
+            relative = pathlib.Path(root).relative_to(folder)
+            if relative == pathlib.Path("."):
+                dirs[:] = [d for d in dirs if d not in skip]
+                files = [f for f in files if f not in skip]
+            for name in sorted(dirs + files):
+                path = pathlib.Path(root) / name
+                arcname = (relative / name).as_posix()
+                if path.is_symlink():
+                    link = zipfile.ZipInfo(arcname)
+                    link.external_attr = (stat.S_IFLNK | 0o777) << 16
+                    zf.writestr(link, os.readlink(path))
+                elif path.is_file():
+                    zf.write(path, arcname)
+    return zip_path
 
 
-def grade_submission(submission_dir, source_root, *, timeout: float = GRADE_TIMEOUT_S) -> dict:
-    """Grade the student/ package inside submission_dir; returns the results.json dict.
+def run_engine(paths, out: pathlib.Path, source_root, *, workers: int = 1,
+               timeout: float = GRADE_TIMEOUT_S) -> subprocess.CompletedProcess:
+    """Run the batch command `python -m autograder grade PATHS --out OUT` with the engine found in
+    source_root (only that folder is importable: never the submission, never this checkout by accident).
+    Raises GradingFailed when it fails or runs past timeout."""
+    source_root = pathlib.Path(source_root).resolve()
+    if not (source_root / "autograder" / "grade_cli.py").is_file():
+        raise GradingFailed(f"{source_root} holds no grading engine (autograder/grade_cli.py)")
+    command = [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out), "--workers", str(workers)]
+    env = {**os.environ, "PYTHONPATH": str(source_root), "PYTHONDONTWRITEBYTECODE": "1"}
+    try:
+        # cwd: an empty folder of ours, since `python -m` puts the working folder on the path.
+        with tempfile.TemporaryDirectory(prefix="engine-cwd-") as cwd:
+            proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as error:
+        raise GradingFailed(f"the grading engine ran past {timeout:g} s") from error
+    if proc.returncode != 0:
+        raise GradingFailed(f"the grading engine failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
+    return proc
+
+
+def results_from_out(out: pathlib.Path) -> dict:
+    """The one results/*.json the engine wrote, with a submission it could not grade made explicit."""
+    found = sorted((out / "results").glob("*.json"))
+    if len(found) != 1:
+        raise GradingFailed(f"expected one result in {out / 'results'}, found {len(found)}")
+    document = json.loads(found[0].read_text())
+    row = (document.get("extra_data") or {}).get("gradebook_row") or {}
+    status = row.get("status", "graded")
+    if status != "graded":
+        # error (bad zip, no student/, grader crash) or timeout: nothing earned, and the student is told why.
+        document["score"] = 0.0
+        reason = f"Your submission could not be graded ({status}): {row.get('message') or 'no details'}"
+        if reason not in document.get("output", ""):
+            document["output"] = reason + "\n\n" + document.get("output", "")
+    return document
+
+
+def grade_submission(submission, source_root, *, timeout: float = GRADE_TIMEOUT_S,
+                     skip: set[str] = frozenset()) -> dict:
+    """Grade a submission (a folder, or a .zip) with the batch command; returns the results.json dict.
 
     source_root: folder whose `autograder` and `grading_tests` packages do the grading.
+    skip: top-level names of a submission folder that are not the student's (see pack_folder).
     Raises GradingFailed when the engine crashes or writes no results.
     """
-    submission_dir = pathlib.Path(submission_dir).resolve()
-    source_root = pathlib.Path(source_root).resolve()
+    submission = pathlib.Path(submission).resolve()
     with tempfile.TemporaryDirectory(prefix="otter-engine-") as scratch:
-        results_json = pathlib.Path(scratch) / "results.json"
-        # Only the trusted source is importable: the submission is never on the engine's own path.
-        env = {**os.environ, "PYTHONPATH": str(source_root), "PYTHONDONTWRITEBYTECODE": "1"}
-        try:
-            proc = subprocess.run(grade_command(submission_dir, results_json, source_root), cwd=scratch, env=env,
-                                  capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired as error:
-            raise GradingFailed(f"the grading engine ran past {timeout:g} s") from error
-        if not results_json.is_file():
-            raise GradingFailed(f"the grading engine wrote no results (exit {proc.returncode}):\n"
-                                f"{(proc.stdout + proc.stderr)[-3000:]}")
-        return json.loads(results_json.read_text())
+        scratch = pathlib.Path(scratch)
+        # A private copy: the engine grades what was submitted, whatever happens to the original after.
+        packed = scratch / PACKED_NAME
+        if submission.is_dir():
+            pack_folder(submission, packed, skip)
+        else:
+            shutil.copyfile(submission, packed)
+        run_engine([packed], scratch / "out", source_root, timeout=timeout)
+        return results_from_out(scratch / "out")

@@ -18,7 +18,9 @@ import sys
 import tempfile
 import zipfile
 
+from autograder.otter import closure
 from autograder.stubs import GRADED_MODULES, REPO, STUDENT_DIR, generated_stubs
+from grading_tests.scoring import PART_POINTS
 
 MASTER_NOTEBOOK = REPO / "assignment" / "notebook" / "attention.ipynb"
 NOTEBOOK_NAME = MASTER_NOTEBOOK.name
@@ -26,14 +28,16 @@ REQUIREMENTS = REPO / "requirements.txt"
 # PyTorch's CPU wheels; without this index pip on Linux installs the multi-GB CUDA build.
 CPU_INDEX = "--extra-index-url=https://download.pytorch.org/whl/cpu"
 PYTHON_VERSION = "3.11"
-PLUGIN = "autograder.otter.plugin.EngineGradingPlugin"
+PLUGIN = "autograder.otter.plugin.EngineGradingPlugin"   # the name otter imports (see plugin.py)
 
 # What of the repository goes into autograder.zip, next to otter's run_otter.py (on sys.path there).
 AUTOGRADER_SOURCES = ("autograder/__init__.py", "autograder/__main__.py", "autograder/otter/__init__.py",
                       "autograder/otter/plugin.py", "autograder/otter/engine_bridge.py", "grading_tests")
 ENGINE_SOURCES = ("autograder/grade_cli.py", "autograder/engine")
+OUR_PACKAGES = ("autograder", "grading_tests", "student")
+BYTECODE = ("__pycache__", "*.pyc")
 # The student package in the handout: everything in student/ except bytecode.
-HANDOUT_PACKAGE_SKIP = ("__pycache__", "*.pyc", ".pytest_cache", ".hypothesis")
+HANDOUT_PACKAGE_SKIP = (*BYTECODE, ".pytest_cache", ".hypothesis")
 
 STUDENT_README = """\
 # Attention in PyTorch
@@ -46,6 +50,15 @@ STUDENT_README = """\
 Upload attention-submission.zip to Gradescope. Only the `student/` package is graded,
 by hidden tests that check much more than the public ones.
 """
+
+
+def placeholder_notebook() -> str:
+    """Stands in for the student's notebook inside autograder.zip (see build_autograder_zip)."""
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("Only student/ is graded.")])
+    notebook.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    return nbformat.writes(notebook)
 
 
 class BuildError(RuntimeError):
@@ -98,12 +111,15 @@ def check_stubs_are_generated() -> None:
                              "run `python -m autograder.stubs`")
 
 
+def tree_files(folder: pathlib.Path, skip=()) -> list[pathlib.Path]:
+    """The files under folder (sorted), leaving out any whose path has a part matching a skip pattern."""
+    return [path for path in sorted(folder.rglob("*")) if path.is_file()
+            and not any(part_matches(part, skip) for part in path.relative_to(folder).parts)]
+
+
 def _write_tree(zf: zipfile.ZipFile, folder: pathlib.Path, arcroot: str, skip=()) -> None:
-    for path in sorted(folder.rglob("*")):
-        relative = path.relative_to(folder)
-        if any(part_matches(part, skip) for part in relative.parts) or not path.is_file():
-            continue
-        zf.write(path, f"{arcroot}/{relative.as_posix()}")
+    for path in tree_files(folder, skip):
+        zf.write(path, f"{arcroot}/{path.relative_to(folder).as_posix()}")
 
 
 def part_matches(name: str, patterns) -> bool:
@@ -130,8 +146,29 @@ def otter_config() -> dict:
         # Grading never reads the student's log or notebook outputs (the plugin enforces this too).
         "grade_from_log": False,
         "zips": False,
-        "print_summary": True,
+        # Otter's summary lists otter's own (empty) tests; the plugin's report prints the engine's parts.
+        "print_summary": False,
+        "points_possible": sum(PART_POINTS.values()),
     }
+
+
+def shipped_files() -> list[str]:
+    """Every repository file autograder.zip carries (posix paths); raises BuildError when one is
+    missing or when a shipped module imports one of ours that is not shipped."""
+    missing = [source for source in AUTOGRADER_SOURCES + ENGINE_SOURCES if not (REPO / source).exists()]
+    if missing:
+        raise BuildError(f"cannot build autograder.zip: missing {', '.join(missing)}")
+    files = []
+    for source in AUTOGRADER_SOURCES + ENGINE_SOURCES:
+        path = REPO / source
+        if path.is_dir():
+            files += [p.relative_to(REPO).as_posix() for p in tree_files(path, BYTECODE)]
+        else:
+            files.append(source)
+    unresolved = closure.missing_imports(REPO, files, OUR_PACKAGES)
+    if unresolved:
+        raise BuildError("autograder.zip would lack modules the grader imports:\n  " + "\n  ".join(unresolved))
+    return files
 
 
 def build_autograder_zip(zip_path: pathlib.Path) -> pathlib.Path:
@@ -139,6 +176,7 @@ def build_autograder_zip(zip_path: pathlib.Path) -> pathlib.Path:
     pinned CPU requirements, and (at the top, importable) our engine, plugin and hidden suite."""
     from otter.generate import main as otter_generate
 
+    files = shipped_files()
     zip_path = zip_path.resolve()
     zip_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="otter-generate-") as scratch:
@@ -149,20 +187,12 @@ def build_autograder_zip(zip_path: pathlib.Path) -> pathlib.Path:
         otter_generate(tests_dir=str(scratch / "tests"), output_path=str(zip_path),
                        config=str(scratch / "otter_config.json"), requirements=str(scratch / "requirements.txt"),
                        no_environment=True, python_version=PYTHON_VERSION)
-    missing = [source for source in AUTOGRADER_SOURCES if not (REPO / source).exists()]
-    if missing:
-        raise BuildError(f"cannot build autograder.zip: missing {', '.join(missing)}")
-    engine = [source for source in ENGINE_SOURCES if (REPO / source).exists()]
-    if len(engine) != len(ENGINE_SOURCES):
-        print("WARNING: the grading engine is not complete here; autograder.zip grades without its sandbox",
-              file=sys.stderr)
     with zipfile.ZipFile(zip_path, "a", zipfile.ZIP_DEFLATED) as zf:
         # Otter copies source/tests into the submission folder and fails when it is absent.
         zf.writestr("tests/README.md", "Otter's own tests are not used: autograder.otter.plugin grades.\n")
-        for source in AUTOGRADER_SOURCES + tuple(engine):
-            path = REPO / source
-            if path.is_dir():
-                _write_tree(zf, path, source, skip=("__pycache__", "*.pyc"))
-            else:
-                zf.write(path, source)
+        # Otter copies source/files/* over the submission: it needs exactly one notebook to start,
+        # whatever the student zipped (only student/, a nested folder, a broken notebook).
+        zf.writestr(f"files/{NOTEBOOK_NAME}", placeholder_notebook())
+        for name in files:
+            zf.write(REPO / name, name)
     return zip_path

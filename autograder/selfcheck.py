@@ -1,0 +1,198 @@
+"""python -m autograder selfcheck [--out DIR] [--quick] [--workers N]
+
+Builds everything (as `python -m autograder build`) and verifies the grader end to end. All
+submissions are graded in one batch by the engine shipped in dist/autograder.zip (unpacked, so
+the artefact itself is what is checked), and each must meet its expectation:
+
+    reference              scores 100
+    stubs                  score 0
+    every bug of the zoo   loses points in its own part (autograder/zoo/bugs.py)
+    every correct variant  scores 100 (autograder/zoo/variants.py)
+    the handout            holds nothing hidden (autograder.otter.leaks)
+    the adversarial zoo    each hostile submission graded as autograder/adversarial expects
+                           (when this checkout has it; this checkout's engine, its own batch)
+
+Prints one line per check and exits with status 1 when any fails. --quick grades the reference,
+the stubs, the first bug of each part and the first variant only (no adversarial zoo).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import pathlib
+import shutil
+import sys
+import time
+import zipfile
+from dataclasses import dataclass
+
+from autograder import build_cli
+from autograder.otter import engine_bridge, leaks, packaging
+from autograder.samples import write_submission
+from autograder.stubs import REPO
+from autograder.zoo.bugs import BUGS
+from autograder.zoo.variants import VARIANTS
+from grading_tests.scoring import PART_POINTS
+
+DEFAULT_OUT = REPO / "out" / "selfcheck"
+# The sub-folders of --out this command owns (and empties first, so no stale result is reused).
+OWNED = ("dist", "autograder-source", "submissions", "grades", "adversarial", "adversarial-markers",
+         "adversarial-grades")
+FULL_MARKS = 100.0
+
+
+@dataclass(frozen=True)
+class Case:
+    """One submission to grade and what it must score."""
+    name: str               # its folder name, also its name in the gradebook
+    kind: str               # "reference", "stubs", "bug" or "variant"
+    overrides: dict | None  # student/ file -> text on top of the reference; None: the untouched stubs
+    part: int | None = None  # the part a bug lives in
+
+
+@dataclass(frozen=True)
+class Verdict:
+    name: str
+    kind: str
+    expected: str
+    got: str
+    ok: bool
+
+
+def cases(quick: bool = False) -> list[Case]:
+    bugs, variants = BUGS, VARIANTS
+    if quick:
+        first_per_part = {}
+        for bug in BUGS:
+            first_per_part.setdefault(bug.part, bug)
+        bugs, variants = list(first_per_part.values()), VARIANTS[:1]
+    return ([Case("reference", "reference", {}), Case("stubs", "stubs", None)]
+            + [Case(f"bug-{b.name}", "bug", b.overrides, b.part) for b in bugs]
+            + [Case(f"variant-{v.name}", "variant", v.overrides) for v in variants])
+
+
+def judge(case: Case, results: dict | None) -> Verdict:
+    """Compare one graded submission with what its kind must score."""
+    if results is None:
+        return Verdict(case.name, case.kind, "a result", "none written", False)
+    row = results.get("extra_data", {}).get("gradebook_row", {})
+    status, score = row.get("status", "?"), float(results.get("score", 0.0))
+    if status != "graded":
+        return Verdict(case.name, case.kind, "graded", f"{status}: {row.get('message', '')}", False)
+    if case.kind in ("reference", "variant"):
+        return Verdict(case.name, case.kind, "100", f"{score:g}", score == FULL_MARKS)
+    if case.kind == "stubs":
+        return Verdict(case.name, case.kind, "0", f"{score:g}", score == 0.0)
+    # A bug must cost points in the part it lives in, not merely somewhere (a missing column: not lost).
+    most = float(PART_POINTS[case.part])
+    got = float(row.get(f"part{case.part}", most))
+    ok = got < most and score < FULL_MARKS
+    return Verdict(case.name, case.kind, f"part {case.part} < {most:g}", f"part {case.part}: {got:g}; total {score:g}", ok)
+
+
+def check_handout(handout: pathlib.Path) -> Verdict:
+    findings = leaks.find_leaks(handout)
+    got = "clean" if not findings else f"{len(findings)} leak(s): " + "; ".join(findings[:3])
+    return Verdict(handout.name, "handout", "clean", got, not findings)
+
+
+def write_cases(chosen: list[Case], folder: pathlib.Path) -> None:
+    for case in chosen:
+        write_submission(folder / case.name, solution=case.overrides is not None, overrides=case.overrides or {})
+
+
+def read_results(grades: pathlib.Path) -> dict[str, dict]:
+    """Submission name -> its results.json, from the batch command's output folder."""
+    found = {}
+    for path in sorted((grades / "results").glob("*.json")):
+        document = json.loads(path.read_text())
+        found[document["extra_data"]["gradebook_row"]["submission"]] = document
+    return found
+
+
+def grade_cases(chosen: list[Case], autograder_zip: pathlib.Path, out: pathlib.Path, workers: int) -> list[Verdict]:
+    """Write the submissions, grade them in one batch with the engine unpacked from autograder_zip."""
+    source = out / "autograder-source"
+    with zipfile.ZipFile(autograder_zip) as zf:
+        zf.extractall(source)
+    write_cases(chosen, out / "submissions")
+    engine_bridge.run_engine([out / "submissions"], out / "grades", source, workers=workers,
+                             timeout=engine_bridge.GRADE_TIMEOUT_S + 60 * len(chosen))
+    results = read_results(out / "grades")
+    return [judge(case, results.get(case.name)) for case in chosen]
+
+
+def adversarial_verdicts(out: pathlib.Path, workers: int) -> list[Verdict]:
+    """The adversarial zoo (autograder/adversarial), when this checkout has it: hostile submissions,
+    graded in their own batch by this checkout's engine (whose isolation the zoo is written against)."""
+    try:
+        zoo = importlib.import_module("autograder.adversarial")
+    except ModuleNotFoundError as error:
+        if error.name not in ("autograder.adversarial", "autograder"):
+            raise
+        return []
+    expectations = zoo.write_adversarial_zoo(out / "adversarial")
+    engine_bridge.run_engine([out / "adversarial"], out / "adversarial-grades", REPO, workers=workers,
+                             timeout=engine_bridge.GRADE_TIMEOUT_S + 60 * len(expectations))
+    problems = zoo.verify(expectations, out / "adversarial-grades")
+    verdicts = []
+    for expectation in expectations:
+        mine = [p.split(": ", 1)[1] for p in problems if p.startswith(f"{expectation.name}: ")]
+        verdicts.append(Verdict(expectation.name, f"adv. {expectation.kind}", expectation.status,
+                                "; ".join(mine) or "as expected", not mine))
+    named = {f"{e.name}: " for e in expectations}
+    verdicts += [Verdict("adversarial batch", "adv.", "clean", p, False)
+                 for p in problems if not any(p.startswith(prefix) for prefix in named)]
+    return verdicts
+
+
+def selfcheck(out: pathlib.Path = DEFAULT_OUT, *, quick: bool = False, workers: int = 2,
+              chosen: list[Case] | None = None) -> list[Verdict]:
+    """Build into out/dist and run every check; returns one verdict per check (failures included)."""
+    out = pathlib.Path(out).resolve()
+    for name in OWNED:
+        shutil.rmtree(out / name, ignore_errors=True)
+    try:
+        built = build_cli.build(out / "dist")
+    except packaging.BuildError as error:
+        return [Verdict("build", "build", "succeeds", str(error).splitlines()[0], False)]
+    verdicts = [check_handout(built.handout)]
+    try:
+        verdicts += grade_cases(cases(quick) if chosen is None else chosen, built.autograder, out, workers)
+        if not quick and chosen is None:
+            verdicts += adversarial_verdicts(out, workers)
+    except engine_bridge.GradingFailed as error:
+        verdicts.append(Verdict("batch", "engine", "runs", str(error).splitlines()[0], False))
+    return verdicts
+
+
+def render(verdicts: list[Verdict]) -> str:
+    rows = [("check", "kind", "expected", "got", "")] + [
+        (v.name, v.kind, v.expected, v.got, "ok" if v.ok else "FAIL") for v in verdicts]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = ["  ".join([*(cell.ljust(w) for cell, w in zip(row[:3], widths)), row[4].ljust(4), row[3]]) for row in rows]
+    failed = sum(not v.ok for v in verdicts)
+    return "\n".join(lines) + f"\n\n{len(verdicts) - failed} passed, {failed} failed"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder selfcheck", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT,
+                        help=f"working folder (default: {DEFAULT_OUT.relative_to(REPO)}); its "
+                             f"{', '.join(OWNED)} sub-folders are replaced")
+    parser.add_argument("--quick", action="store_true", help="one bug per part and one variant only")
+    parser.add_argument("--workers", type=int, default=2, help="submissions graded at once (default 2)")
+    args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error("--workers must be at least 1")
+    start = time.perf_counter()
+    verdicts = selfcheck(args.out, quick=args.quick, workers=args.workers)
+    print(render(verdicts))
+    print(f"selfcheck took {time.perf_counter() - start:.0f} s; artefacts in {pathlib.Path(args.out).resolve() / 'dist'}")
+    return 0 if all(v.ok for v in verdicts) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""python -m autograder build: the three artefacts in dist/, a handout without hidden material (and
+planted material is caught), an autograder.zip that installs CPU torch and carries all the grader imports."""
+import json
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import nbformat
+import pytest
+import yaml
+
+from autograder import build_cli
+from autograder.otter import closure, leaks, packaging
+from autograder.samples import reference_source
+from autograder.stubs import GRADED_MODULES, REPO, generated_stubs
+
+TORCH_PIN = re.search(r"^torch==([\w.]+)$", (REPO / "requirements.txt").read_text(), re.M).group(1)
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dist")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "build", "--out", str(out)],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "total" in proc.stdout
+    return out
+
+
+def names(zip_path) -> list[str]:
+    with zipfile.ZipFile(zip_path) as zf:
+        return zf.namelist()
+
+
+def read(zip_path, name) -> str:
+    with zipfile.ZipFile(zip_path) as zf:
+        return zf.read(name).decode()
+
+
+def test_build_writes_the_student_notebook_through_otter_assign(dist):
+    notebook = nbformat.read(dist / "attention.ipynb", as_version=4)
+    nbformat.validate(notebook)
+    assert not any("ASSIGNMENT CONFIG" in cell.source for cell in notebook.cells), "otter assign did not run"
+    assert any("check(6)" in cell.source for cell in notebook.cells)
+
+
+def test_handout_holds_what_students_need_and_nothing_of_the_instructors(dist):
+    handout = dist / build_cli.HANDOUT_NAME
+    listed = names(handout)
+    for needed in ["student/__init__.py", "student/check.py", "student/submit.py", "student/tests/conftest.py",
+                   "attention.ipynb", "requirements.txt", "README.md", *(f"student/{m}" for m in GRADED_MODULES)]:
+        assert needed in listed, needed
+    assert not [n for n in listed if n.split("/")[0] in ("grading_tests", "assignment", "autograder")]
+    assert not [n for n in listed if "__pycache__" in n or n.endswith(".pyc")]
+    for module, text in generated_stubs().items():
+        assert read(handout, f"student/{module}") == text, f"{module} in the handout is not the stub"
+    requirements = read(handout, "requirements.txt").splitlines()
+    assert requirements[0] == packaging.CPU_INDEX and f"torch=={TORCH_PIN}" in requirements
+
+
+def test_handout_has_no_leaks(dist):
+    assert leaks.find_leaks(dist / build_cli.HANDOUT_NAME) == []
+
+
+def _hidden_test_name() -> str:
+    return sorted(leaks.hidden_test_names())[0]
+
+
+def _solution_line() -> str:
+    return sorted(leaks.solution_lines())[0]
+
+
+PLANTS = {
+    "a grading test copied in": (lambda: ("student/tests/test_extra.py", (REPO / "grading_tests" / "test_part1_scaling.py").read_text()),
+                                 "a copy of grading_tests/test_part1_scaling.py"),
+    "the reference in place of a stub": (lambda: ("student/scaling.py", reference_source("scaling.py")), "BEGIN SOLUTION"),
+    "one solution line": (lambda: ("student/notes.py", f"{_solution_line()}\n"), "reference solution line"),
+    "a hidden test's name": (lambda: ("README.md", f"see {_hidden_test_name()}\n"), "names the hidden test"),
+    "a hidden test's name in a notebook output": (
+        lambda: ("attention.ipynb", nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+            "x", outputs=[nbformat.v4.new_output("stream", text=f"FAILED {_hidden_test_name()}")])]))),
+        "names the hidden test"),
+}
+
+
+@pytest.mark.parametrize("plant", sorted(PLANTS))
+def test_a_planted_leak_is_detected(dist, tmp_path, plant):
+    make, expected = PLANTS[plant]
+    name, text = make()
+    planted = tmp_path / "handout.zip"
+    with zipfile.ZipFile(dist / build_cli.HANDOUT_NAME) as source, zipfile.ZipFile(planted, "w") as target:
+        for item in source.infolist():
+            if item.filename != name:
+                target.writestr(item, source.read(item))
+        target.writestr(name, text)
+    findings = leaks.find_leaks(planted)
+    assert any(expected in finding for finding in findings), findings
+
+
+def test_a_hidden_expected_value_is_detected(dist, tmp_path, monkeypatch):
+    # The hidden suite pins only the lesson's public numbers today, so plant one it would hold.
+    monkeypatch.setattr(leaks, "hidden_numbers", lambda: {"0.73105858"})
+    planted = tmp_path / "handout.zip"
+    shutil.copyfile(dist / build_cli.HANDOUT_NAME, planted)
+    assert leaks.find_leaks(planted) == []
+    with zipfile.ZipFile(planted, "a") as zf:
+        zf.writestr("student/expected.txt", "weights = [0.73105858, 0.26894142]\n")
+    assert leaks.find_leaks(planted) == ["student/expected.txt: holds 0.73105858, a value only the hidden suite has"]
+
+
+def test_build_refuses_to_write_a_leaking_handout(tmp_path, monkeypatch):
+    monkeypatch.setattr(packaging, "STUDENT_README", f"Hint: read {_hidden_test_name()}.\n")
+    with pytest.raises(packaging.BuildError, match="leak"):
+        build_cli.build(tmp_path)
+    assert not (tmp_path / build_cli.HANDOUT_NAME).exists()
+
+
+def test_autograder_zip_installs_the_pinned_cpu_torch(dist):
+    autograder = dist / build_cli.AUTOGRADER_NAME
+    environment = yaml.safe_load(read(autograder, "environment.yml"))
+    assert f"python={packaging.PYTHON_VERSION}" in environment["dependencies"]
+    pip = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict))
+    assert packaging.CPU_INDEX in pip
+    torch_lines = [line for line in pip if re.match(r"torch\b", line)]
+    assert torch_lines == [f"torch=={TORCH_PIN}+cpu"], torch_lines
+    assert not re.search(r"cuda|cu1\d\d", json.dumps(environment), re.I)
+    assert "torch" not in read(autograder, "setup.sh")
+
+
+def test_autograder_zip_carries_plugin_engine_and_hidden_suite(dist):
+    autograder = dist / build_cli.AUTOGRADER_NAME
+    listed = names(autograder)
+    config = json.loads(read(autograder, "otter_config.json"))
+    assert config["plugins"] == [packaging.PLUGIN] and config["grade_from_log"] is False
+    for needed in ["run_autograder", "setup.sh", "autograder/grade_cli.py", "autograder/engine/sandbox.py",
+                   "autograder/otter/plugin.py", "autograder/otter/engine_bridge.py", "grading_tests/conftest.py",
+                   f"files/{packaging.NOTEBOOK_NAME}"]:
+        assert needed in listed, needed
+    assert not [n for n in listed if n.split("/")[0] in ("assignment", "student")], "no reference or student code"
+    shipped = [n for n in listed if n.split("/")[0] in packaging.OUR_PACKAGES]
+    assert closure.missing_imports(REPO, shipped, packaging.OUR_PACKAGES) == []
+
+
+def test_import_closure_catches_a_module_left_out():
+    files = [f for f in packaging.shipped_files() if f != "autograder/engine/isolation.py"]
+    problems = closure.missing_imports(REPO, files, packaging.OUR_PACKAGES)
+    assert any("autograder.engine.isolation" in p for p in problems), problems
+
+
+def test_build_reports_a_missing_source(tmp_path, monkeypatch):
+    monkeypatch.setattr(packaging, "ENGINE_SOURCES", packaging.ENGINE_SOURCES + ("autograder/engine/missing.py",))
+    with pytest.raises(packaging.BuildError, match="missing autograder/engine/missing.py"):
+        packaging.build_autograder_zip(tmp_path / "autograder.zip")
+
+
+def test_build_cli_says_why_it_failed(tmp_path):
+    target = tmp_path / "not-a-folder"
+    target.write_text("")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "build", "--out", str(target)],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert str(target) in proc.stderr
+
+
+def test_shipped_files_are_the_repositorys(dist, tmp_path):
+    with zipfile.ZipFile(dist / build_cli.AUTOGRADER_NAME) as zf:
+        zf.extractall(tmp_path)
+    for name in packaging.shipped_files():
+        assert (tmp_path / name).read_bytes() == (REPO / name).read_bytes(), name

@@ -1,0 +1,218 @@
+"""`otter run -a dist/autograder.zip SUBMISSION.zip` (no Docker) gives the batch command's scores, and
+tampering that defeats plain otter (a planted .OTTER_LOG, forged results, modules shadowing otter's,
+a student package that patches otter on import, a notebook that runs code) changes nothing."""
+import json
+import pickle
+import subprocess
+import sys
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from autograder.otter import engine_bridge, packaging
+from autograder.samples import write_submission
+from autograder.stubs import REPO
+from autograder.zoo.bugs import BUGS
+
+BUG = next(bug for bug in BUGS if bug.name == "padding-mask-ignored")
+# Written by a payload only where it must never run: in otter's own process or kernel.
+MARKERS = ("otter-log", "results-pkl", "results-pkl-top", "init-in-otter", "shadow-otter", "shadow-dill", "notebook-ran")
+
+
+class Payload:
+    """Unpickling it opens (creates) the marker file: what a planted .OTTER_LOG would do to plain otter."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def cheat_init(markers) -> str:
+    """Appended to student/__init__.py: patches otter's scoring whenever it is imported inside otter."""
+    return f'''
+import sys as _sys
+if "otter.run.run_autograder" in _sys.modules:
+    open({str(markers / "init-in-otter")!r}, "w").close()
+try:
+    import otter.test_files as _otter_results
+    _otter_results.GradingResults.total = property(lambda self: 100.0)
+    _otter_results.GradingResults.to_gradescope_dict = lambda self, config: {{"score": 100.0, "tests": []}}
+except Exception:
+    pass
+'''
+
+
+def notebook_running(code: str) -> str:
+    cell = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": code}
+    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return json.dumps({"cells": [cell], "metadata": {"kernelspec": kernel}, "nbformat": 4, "nbformat_minor": 4})
+
+
+def write_cheat_zip(zip_path, folder, markers):
+    """The stubs, plus every trick against plain otter."""
+    package = write_submission(folder, solution=False) / "student"
+    init = package / "__init__.py"
+    init.write_text(init.read_text() + cheat_init(markers))
+    forged = json.dumps({"score": 100.0, "tests": [{"name": "forged", "score": 100.0, "max_score": 100.0}]})
+    with zipfile.ZipFile(zip_path, "w") as zf:
+        for path in sorted(package.rglob("*.py")):
+            zf.write(path, path.relative_to(folder).as_posix())
+        zf.writestr(".OTTER_LOG", pickle.dumps(Payload(markers / "otter-log")))
+        zf.writestr("results/results.pkl", pickle.dumps(Payload(markers / "results-pkl")))
+        zf.writestr("results.pkl", pickle.dumps(Payload(markers / "results-pkl-top")))
+        zf.writestr("results.json", forged)
+        zf.writestr("results/results.json", forged)
+        zf.writestr("otter/__init__.py", f"open({str(markers / 'shadow-otter')!r}, 'w').close()\n")
+        zf.writestr("dill.py", f"open({str(markers / 'shadow-dill')!r}, 'w').close()\n")
+        zf.writestr("attention.ipynb", notebook_running(f"open({str(markers / 'notebook-ran')!r}, 'w').close()"))
+    return zip_path
+
+
+def submit(folder, zip_path):
+    """The students' own command writes the zip."""
+    proc = subprocess.run([sys.executable, "-m", "student.submit", "--no-checks", "--out", str(zip_path)],
+                          cwd=folder, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return zip_path
+
+
+def otter_run(autograder, submission, out) -> dict:
+    out.mkdir()
+    # From the repository root, as the README says: otter imports the plugin named in otter_config.json.
+    proc = subprocess.run([sys.executable, "-m", "otter", "run", "--no-logo", "-a", str(autograder), "-o", str(out),
+                           str(submission)], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads((out / "results.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """name -> (otter run's results.json, the batch command's results.json), plus the markers folder."""
+    root = tmp_path_factory.mktemp("otter-run")
+    markers = root / "markers"
+    markers.mkdir()
+    zips = root / "zips"
+    zips.mkdir()
+    submit(write_submission(root / "work" / "reference"), zips / "reference.zip")
+    submit(write_submission(root / "work" / "stubs", solution=False), zips / "stubs.zip")
+    submit(write_submission(root / "work" / "bug", overrides=BUG.overrides), zips / "bug.zip")
+    write_cheat_zip(zips / "cheat.zip", root / "work" / "cheat", markers)
+    with zipfile.ZipFile(zips / "nothing.zip", "w") as zf:
+        zf.writestr("attention.ipynb", notebook_running("1 + 1"))
+    autograder = packaging.build_autograder_zip(root / "autograder.zip")
+
+    batch = root / "batch"
+    engine_bridge.run_engine([zips], batch, REPO, workers=2)
+    by_batch = {p.stem: json.loads(p.read_text()) for p in (batch / "results").glob("*.json")}
+    names = sorted(p.stem for p in zips.glob("*.zip"))
+    with ThreadPoolExecutor(2) as pool:
+        by_otter = dict(zip(names, pool.map(lambda n: otter_run(autograder, zips / f"{n}.zip", root / f"otter-{n}"), names)))
+    return {name: (by_otter[name], by_batch[name]) for name in names}, markers
+
+
+def essentials(results: dict) -> tuple:
+    """Score, every test's outcome, and how isolated the engine that graded it was."""
+    isolation = results["extra_data"]["gradebook_row"]["isolation"]
+    return results["score"], [(t["name"], t["score"], t["max_score"], t["status"]) for t in results["tests"]], isolation
+
+
+@pytest.mark.parametrize("name", ["reference", "stubs", "bug", "cheat", "nothing"])
+def test_otter_run_gives_the_batch_commands_scores(graded, name):
+    by_otter, by_batch = graded[0][name]
+    assert essentials(by_otter) == essentials(by_batch)
+
+
+def test_reference_scores_100_stubs_0_and_the_bug_loses_points_in_its_part(graded):
+    results = graded[0]
+    assert results["reference"][0]["score"] == 100.0
+    assert results["stubs"][0]["score"] == 0.0
+    bug = results["bug"][0]
+    assert 0 < bug["score"] < 100
+    lost = {int(t["name"].split()[1]) for t in bug["tests"] if t["score"] < t["max_score"]}
+    assert BUG.part in lost and lost <= {5, 6}, lost   # the module's bug shows in its fused path too
+
+
+def test_tampering_does_not_change_the_score_and_no_payload_runs(graded):
+    by_otter, _ = graded[0]["cheat"]
+    assert by_otter["score"] == 0.0
+    assert "forged" not in json.dumps(by_otter)
+    assert sorted(p.name for p in graded[1].iterdir()) == []
+
+
+def test_a_submission_without_student_package_gets_zero_and_the_reason(graded):
+    by_otter, _ = graded[0]["nothing"]
+    assert by_otter["score"] == 0.0
+    assert "could not be graded (error)" in by_otter["output"] and "student/" in by_otter["output"]
+
+
+def test_the_tampering_payloads_are_live(tmp_path):
+    """Each payload fires where plain otter would give it the chance (so the test above can fail)."""
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    write_cheat_zip(tmp_path / "cheat.zip", tmp_path / "work", markers)
+    unpacked = tmp_path / "unpacked"
+    with zipfile.ZipFile(tmp_path / "cheat.zip") as zf:
+        zf.extractall(unpacked)
+    notebook = json.loads((unpacked / "attention.ipynb").read_text())
+    script = f"""
+import dill, sys
+dill.load(open("results/results.pkl", "rb")); dill.load(open("results.pkl", "rb"))
+from otter.check.logs import Log
+try:
+    Log.from_file(".OTTER_LOG")        # what otter run does with a log it finds
+except Exception:
+    pass
+import otter.run.run_autograder        # the student's package imported inside otter's process
+sys.path.insert(0, ".")
+import student
+from otter.test_files import GradingResults
+assert GradingResults([]).total == 100.0, "the patch did not take"
+exec({notebook["cells"][0]["source"]!r})
+"""
+    # -I: the unpacked folder is not on the path until the script puts it there (as otter would not).
+    proc = subprocess.run([sys.executable, "-I", "-c", script], cwd=unpacked, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    shadow = subprocess.run([sys.executable, "-c", "import otter, dill"], cwd=unpacked, capture_output=True,
+                            text=True, timeout=60, env={"PYTHONPATH": str(unpacked)})
+    assert shadow.returncode == 0, shadow.stderr
+    assert sorted(p.name for p in markers.iterdir()) == sorted(MARKERS)
+
+
+def test_results_of_a_submission_the_engine_could_not_grade_score_zero(tmp_path):
+    (tmp_path / "results").mkdir()
+    row = {"submission": "s", "status": "timeout", "message": "grading took longer than 300 s", "score": 37.0}
+    (tmp_path / "results" / "s.json").write_text(json.dumps(
+        {"score": 37.0, "output": "", "tests": [], "extra_data": {"gradebook_row": row}}))
+    results = engine_bridge.results_from_out(tmp_path)
+    assert results["score"] == 0.0
+    assert results["output"].startswith("Your submission could not be graded (timeout): grading took longer")
+
+
+def test_the_bridge_says_when_the_engine_is_missing_or_fails(tmp_path):
+    with pytest.raises(engine_bridge.GradingFailed, match="holds no grading engine"):
+        engine_bridge.grade_submission(tmp_path, tmp_path)
+    fake = tmp_path / "source" / "autograder"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "grade_cli.py").write_text("")
+    (fake / "__main__.py").write_text("import sys\nprint('engine exploded')\nsys.exit(3)\n")
+    write_submission(tmp_path / "submission")
+    with pytest.raises(engine_bridge.GradingFailed, match=r"exit 3\)[\s\S]*engine exploded"):
+        engine_bridge.grade_submission(tmp_path / "submission", fake.parent)
+
+
+def test_pack_folder_keeps_links_as_links_and_leaves_out_otters_files(tmp_path):
+    folder = write_submission(tmp_path / "submission")
+    (folder / "student" / "secret.py").symlink_to("/etc/hostname")
+    (folder / "tests").mkdir()
+    (folder / "tests" / "q1.py").write_text("")
+    (folder / "__init__.py").write_text("")
+    packed = engine_bridge.pack_folder(folder, tmp_path / "packed.zip", skip={"tests", "__init__.py"})
+    with zipfile.ZipFile(packed) as zf:
+        infos = {info.filename: info for info in zf.infolist()}
+    assert "student/masking.py" in infos and "tests/q1.py" not in infos and "__init__.py" not in infos
+    link = infos["student/secret.py"]
+    assert (link.external_attr >> 16) & 0o170000 == 0o120000

@@ -1,0 +1,86 @@
+"""python -m autograder selfcheck: passes on this checkout (--quick: one bug per part), and fails, with
+a non-zero exit, when a bug no longer costs points, a "correct" variant is wrong, or the handout leaks."""
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from autograder import build_cli, selfcheck
+from autograder.otter import leaks, packaging
+from autograder.samples import reference_source
+from autograder.stubs import REPO
+from autograder.zoo.bugs import BUGS
+
+
+def test_quick_selfcheck_passes_on_this_checkout(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "autograder", "selfcheck", "--quick", "--out", str(tmp_path)],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    for name in ("attention-handout.zip", "reference", "stubs", "variant-"):
+        assert any(line.startswith(name) and "  ok  " in line for line in lines), name
+    parts = {int(line.split("part ")[1].split()[0]) for line in lines if line.startswith("bug-")}
+    assert parts == {1, 2, 3, 4, 5, 6}
+    assert "0 failed" in proc.stdout
+    assert (tmp_path / "dist" / build_cli.AUTOGRADER_NAME).is_file()
+
+
+def test_selfcheck_fails_when_a_bug_costs_nothing_or_a_variant_is_wrong(tmp_path, monkeypatch, capsys):
+    harmless = reference_source("scaling.py") + "\n# a comment changes nothing\n"
+    wrong_variant = next(bug for bug in BUGS if bug.name == "no-scale")
+    monkeypatch.setattr(selfcheck, "cases", lambda quick: [
+        selfcheck.Case("reference", "reference", {}),
+        selfcheck.Case("bug-harmless", "bug", {"scaling.py": harmless}, part=1),
+        selfcheck.Case("variant-not-really", "variant", wrong_variant.overrides),
+    ])
+    assert selfcheck.main(["--out", str(tmp_path), "--quick"]) == 1
+    table = capsys.readouterr().out
+    verdicts = {line.split()[0]: line for line in table.splitlines() if line.startswith(("reference", "bug-", "variant-"))}
+    assert "  ok  " in verdicts["reference"]
+    assert "FAIL" in verdicts["bug-harmless"] and "part 1: 10" in verdicts["bug-harmless"]
+    assert "FAIL" in verdicts["variant-not-really"]
+    assert "2 passed, 2 failed" in table   # the handout and the reference pass
+
+
+def test_selfcheck_fails_when_the_handout_would_leak(tmp_path, monkeypatch):
+    hidden = sorted(leaks.hidden_test_names())[0]
+    monkeypatch.setattr(packaging, "STUDENT_README", f"Hint: the grader runs {hidden}.\n")
+    verdicts = selfcheck.selfcheck(tmp_path, quick=True)
+    assert [(v.name, v.ok) for v in verdicts] == [("build", False)]
+    assert "leak" in verdicts[0].got
+
+
+def test_handout_verdict_names_a_planted_leak(tmp_path):
+    handout = tmp_path / "handout.zip"
+    with zipfile.ZipFile(handout, "w") as zf:
+        zf.writestr("student/scaling.py", reference_source("scaling.py"))
+    verdict = selfcheck.check_handout(handout)
+    assert not verdict.ok and "BEGIN SOLUTION" in verdict.got
+
+
+def row(status="graded", score=100.0, **parts):
+    return {"score": score, "tests": [],
+            "extra_data": {"gradebook_row": {"status": status, "message": "", **{f"part{p}": parts.get(f"part{p}", most)
+                                                                             for p, most in selfcheck.PART_POINTS.items()}}}}
+
+
+@pytest.mark.parametrize("case, results, ok", [
+    (selfcheck.Case("r", "reference", {}), row(), True),
+    (selfcheck.Case("r", "reference", {}), row(score=99.5, part1=9.5), False),
+    (selfcheck.Case("s", "stubs", None), row(score=0.0), True),
+    (selfcheck.Case("s", "stubs", None), row(score=0.5), False),
+    (selfcheck.Case("b", "bug", {}, part=3), row(score=95.0, part3=5.0), True),
+    (selfcheck.Case("b", "bug", {}, part=3), row(score=95.0, part4=5.0), False),   # lost points, in another part
+    (selfcheck.Case("b", "bug", {}, part=3), row(status="error", score=0.0), False),
+    (selfcheck.Case("v", "variant", {}), None, False),
+])
+def test_judge(case, results, ok):
+    assert selfcheck.judge(case, results).ok is ok
+
+
+def test_quick_cases_cover_every_part_once():
+    chosen = selfcheck.cases(quick=True)
+    bugs = [c for c in chosen if c.kind == "bug"]
+    assert sorted(c.part for c in bugs) == [1, 2, 3, 4, 5, 6]
+    assert len(selfcheck.cases()) == 2 + len(BUGS) + len(selfcheck.VARIANTS)
