@@ -283,6 +283,22 @@ def execute_module(student, spec: ModuleSpec, options: CallOptions) -> ModuleRes
     )
 
 
+def import_student():
+    """Import the submission's `student` package and every graded name in it.
+
+    The handout's package imports its modules lazily; resolving the names here makes a broken
+    module (a syntax error, a crash at import) an import failure of the whole submission, as
+    the gradebook reports it. A name that is simply missing fails only its own tests.
+    """
+    student = importlib.import_module("student")
+    for name in (*FUNCTIONS, MODULE_CLASS):
+        try:
+            getattr(student, name)
+        except AttributeError:
+            pass
+    return student
+
+
 class LocalGateway(Gateway):
     """Runs the submission in this process: for trusted folders only (project tests, instructors)."""
 
@@ -292,7 +308,7 @@ class LocalGateway(Gateway):
         for name in [n for n in sys.modules if n == "student" or n.startswith("student.")]:
             del sys.modules[name]
         try:
-            self.student = importlib.import_module("student")
+            self.student = import_student()
         except BaseException as error:  # noqa: BLE001
             self.student = None
             self.import_error = StudentError(type(error).__name__, f"importing student failed: {error}")

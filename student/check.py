@@ -8,6 +8,7 @@ Exit status 0 only when every selected check passes.
 """
 import argparse
 import pathlib
+import re
 import sys
 
 import pytest
@@ -24,6 +25,13 @@ class PartTally:
         self.passed = {number: 0 for number in PARTS}
         self.total = {number: 0 for number in PARTS}
         self.first_failure: dict[int, str] = {}
+        self.unloadable: dict[int, str] = {}   # part -> why its checks could not even be loaded
+
+    def pytest_collectreport(self, report):
+        # A check file that cannot be imported (a syntax error in the module it tests, say).
+        found = re.search(r"test_part(\d+)_", report.nodeid)
+        if report.failed and found and int(found.group(1)) in PARTS:
+            self.unloadable.setdefault(int(found.group(1)), collection_reason(report))
 
     @staticmethod
     def _part(item) -> int | None:
@@ -57,10 +65,22 @@ def plain_reason(excinfo) -> str:
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
+def collection_reason(report) -> str:
+    """The error line of a failed import, e.g. 'SyntaxError: ... (heads.py, line 3)'."""
+    text = str(report.longrepr)
+    errors = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
+    where = re.findall(r'File "[^"]*?([\w]+\.py)", line (\d+)', text)
+    reason = errors[-1] if errors else text.strip().splitlines()[-1]
+    return f"could not load the checks: {reason}" + (f" ({where[-1][0]}, line {where[-1][1]})" if where else "")
+
+
 def render_table(tally: PartTally, parts) -> str:
     rows = [("Part", "Title", "Passed", "First failure")]
     for number in parts:
         title = PARTS[number][0]
+        if number in tally.unloadable:
+            rows.append((str(number), title, "0/?", tally.unloadable[number]))
+            continue
         if tally.total[number] == 0:
             rows.append((str(number), title, "-", "no check ran"))
             continue
@@ -78,12 +98,13 @@ def run_checks(parts, verbose=False) -> tuple[bool, str]:
     """Run the public tests of the given parts; returns (all passed, table)."""
     tally = PartTally()
     marker = " or ".join(f"part{number}" for number in parts)
-    args = [str(TESTS_DIR), "-m", marker, "-p", "no:cacheprovider"]
+    args = [str(TESTS_DIR), "-m", marker, "-p", "no:cacheprovider", "--continue-on-collection-errors"]
     args += ["-q"] if verbose else ["-p", "no:terminal"]
     exit_code = pytest.main(args, plugins=[tally])
     if exit_code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
         raise SystemExit(f"the checks could not run (pytest exit code {int(exit_code)})")
-    all_passed = all(tally.total[n] > 0 and tally.passed[n] == tally.total[n] for n in parts)
+    all_passed = all(tally.total[n] > 0 and tally.passed[n] == tally.total[n] and n not in tally.unloadable
+                     for n in parts)
     return all_passed, render_table(tally, parts)
 
 

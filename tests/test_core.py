@@ -99,3 +99,14 @@ def test_check_command_names_the_missing_part_on_the_stubs(tmp_path):
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(folder)}, timeout=300)
     assert proc.returncode == 1
     assert "0/5" in proc.stdout and "not implemented yet (Part 3: split_heads" in proc.stdout, proc.stdout
+
+
+def test_check_command_names_a_syntax_error_and_still_checks_the_other_parts(tmp_path):
+    broken = {"heads.py": "import torch\n\n\ndef split_heads(x, num_heads)\n    return x\n"}
+    folder = write_submission(tmp_path / "broken", overrides=broken)
+    proc = subprocess.run([sys.executable, "-m", "student.check"], cwd=folder, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(folder)}, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line[:1].isdigit()}
+    assert "could not load the checks: SyntaxError" in rows["3"] and "(heads.py, line 4)" in rows["3"], proc.stdout
+    assert "4/4" in rows["1"] and "Traceback" not in proc.stdout + proc.stderr
