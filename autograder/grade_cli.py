@@ -1,4 +1,4 @@
-"""python -m autograder grade PATH... --out DIR [--workers N] [--timeout SECONDS]
+"""python -m autograder grade PATH... --out DIR [--workers N] [--timeout S] [--budget S] [--memory-gb G]
 
 Grades submissions (folders or zips holding student/, folders of them, or a Gradescope
 export) with the hidden suite, each in its own sandbox, into DIR: grades.csv,
@@ -41,6 +41,10 @@ def main(argv=None) -> int:
     except FileNotFoundError as error:
         print(f"grade: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"\ngrade: interrupted; what was graded is kept in {args.out}: run the same command again to finish",
+              file=sys.stderr)
+        return 130
     print(gradebook.table(rows))
     print(f"\nisolation: {note}")
     print(f"wrote {os.path.join(args.out, 'grades.csv')}, {os.path.join(args.out, 'results')}/, "

@@ -14,8 +14,8 @@ import struct
 import time
 from dataclasses import dataclass, field
 
-from autograder.engine import isolation, protocol
-from grading_tests.gateway import CallOptions, CallResult, Gateway, ModuleResult, StudentError, flat_tensors
+from autograder.engine import isolation, protocol, replies
+from grading_tests.gateway import CallOptions, Gateway, StudentError
 
 PID = struct.Struct("!q")
 
@@ -26,6 +26,7 @@ class SessionLog:
     import_failure: StudentError | None = None
     timeouts: list[str] = field(default_factory=list)
     crashes: list[str] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)   # calls whose answer was malformed or forged
     budget_exhausted: bool = False
     student_seconds: float = 0.0
     sandboxes: int = 0
@@ -60,77 +61,63 @@ class SandboxGateway(Gateway):
     def __init__(self, spawner: Spawner, limits: isolation.Limits, log: SessionLog, uid: int | None):
         self.spawner, self.limits, self.log, self.uid = spawner, limits, log, uid
         self.pid = self.sock = self.reader = self.out_fd = None
-        self.strikes: dict[str, int] = {}
+        self.strikes: dict[str, int] = {}    # timeouts per function
 
     # ------------------------------------------------------------------ Gateway
     def call(self, function, args=(), kwargs=None, options=CallOptions()):
         reply = self._request(function, {"kind": "call", "function": function, "args": tuple(args),
                                           "kwargs": dict(kwargs or {}), "options": _options(options)})
-        value = protocol.plain_value(reply.get("value"))
-        devices = [protocol.text(d, "device") for d in protocol.checked(reply.get("devices"), list, "devices")]
-        if len(devices) != len(flat_tensors(value)):
-            raise protocol.ProtocolError("devices do not match the returned tensors")
-        grads = reply.get("input_grads")
-        if grads is not None:
-            grads = protocol.plain_value(protocol.checked(grads, list, "input_grads"))
-            if len(grads) != len(args) or any(g is not None and not _is_tensor(g) for g in grads):
-                raise protocol.ProtocolError("input_grads do not match the arguments")
-        mutated = protocol.checked(reply.get("inputs_mutated"), list, "inputs_mutated")
-        if not all(type(i) is int and 0 <= i < len(args) for i in mutated):
-            raise protocol.ProtocolError("inputs_mutated names arguments that do not exist")
-        return CallResult(value=value, devices=devices, input_grads=grads, inputs_mutated=mutated)
+        return self._checked(function, replies.call_result, reply, len(args))
 
     def run_module(self, spec, options=CallOptions()):
         payload = {"init_kwargs": spec.init_kwargs, "state_dict": spec.state_dict, "forward_kwargs": spec.forward_kwargs,
                    "training": spec.training, "dtype": spec.dtype}
         reply = self._request("MultiHeadAttention", {"kind": "module", "spec": payload, "options": _options(options)})
-        parameters = protocol.checked(reply.get("parameters"), dict, "parameters")
-        for name, shape in parameters.items():
-            protocol.checked(name, str, "parameter name")
-            if type(shape) is not tuple or not all(type(s) is int for s in shape):
-                raise protocol.ProtocolError("parameter shapes must be tuples of ints")
-        submodules = {protocol.text(k, "submodule"): protocol.text(v, "submodule class")
-                      for k, v in protocol.checked(reply.get("submodules"), dict, "submodules").items()}
-        output = reply.get("output")
-        if output is not None and not _is_tensor(output):
-            raise protocol.ProtocolError("forward output is not a tensor")
-        grads = {}
-        for key in ("input_grads", "param_grads"):
-            value = reply.get(key)
-            if value is not None:
-                value = protocol.plain_value(protocol.checked(value, dict, key))
-                if any(g is not None and not _is_tensor(g) for g in value.values()):
-                    raise protocol.ProtocolError(f"{key} hold something that is not a tensor")
-            grads[key] = value
-        return ModuleResult(
-            parameters=dict(parameters), submodules=submodules,
-            output=protocol.plain_tensor(output) if output is not None else None,
-            devices=[protocol.text(d, "device") for d in protocol.checked(reply.get("devices"), list, "devices")],
-            input_grads=grads["input_grads"], param_grads=grads["param_grads"],
-            inputs_mutated=[protocol.text(k, "input name") for k in protocol.checked(reply.get("inputs_mutated"), list, "inputs_mutated")],
-        )
+        return self._checked("MultiHeadAttention", replies.module_result, reply)
 
     # ------------------------------------------------------------------ plumbing
-    def _request(self, label: str, request: dict) -> dict:
-        if self.log.import_failure is not None:
-            raise self.log.import_failure
+    def _checked(self, label: str, check, reply, *args):
+        """check(reply, *args); a refused answer fails the call."""
+        try:
+            return check(reply, *args)
+        except protocol.ProtocolError as error:
+            self._refuse(label, str(error))
+
+    def _refuse(self, label: str, why: str):
+        """Fail the call over a malformed or forged answer: only code that bypasses the sandbox's own
+        sender produces one, so that sandbox is retired, and after a few the function is not called again
+        (each would cost a fresh sandbox)."""
+        self._discard()
+        self.log.refusals.append(label)
+        raise StudentError("ProtocolError", f"the answer of {label} was refused: {why}") from None
+
+    def _refuse_if_hopeless(self, label: str) -> None:
+        # Always a fresh exception: re-raising one object would grow its traceback with every test.
+        failure = self.log.import_failure
+        if failure is not None:
+            raise StudentError(failure.type_name, failure.message)
         if self.log.budget_exhausted:
             raise StudentError("Timeout", f"the submission's time budget ({self.limits.budget:g} s) is used up")
         if self.strikes.get(label, 0) >= self.limits.timeout_strikes:
             raise StudentError("Timeout", f"{label} timed out {self.strikes[label]} times already; not called again")
+        refused = self.log.refusals.count(label)
+        if refused >= self.limits.refusal_strikes:
+            raise StudentError("ProtocolError", f"the answers of {label} were refused {refused} times already; "
+                                                "not called again")
+
+    def _request(self, label: str, request: dict) -> dict:
+        self._refuse_if_hopeless(label)
         if self.sock is None:
             self._start()
-            if self.log.import_failure is not None:
-                raise self.log.import_failure
+            self._refuse_if_hopeless(label)
         data = protocol.encode(request)   # serialising copies every tensor: ours stay untouched
         reply = self._exchange(label, data)
         if not isinstance(reply, dict) or type(reply.get("ok")) is not bool:
-            self._discard()
-            raise StudentError("ProtocolError", "the sandbox answered something that is not a reply")
+            self._refuse(label, "not a reply")
         if not reply["ok"]:
             error = reply.get("error")
             if not (isinstance(error, list) and len(error) == 2 and all(type(e) is str for e in error)):
-                raise StudentError("ProtocolError", "malformed error from the sandbox")
+                self._refuse(label, "a malformed error")
             raise StudentError(protocol.text(error[0], "error type", 100), protocol.text(error[1], "error message", 2000))
         return reply
 
@@ -158,8 +145,7 @@ class SandboxGateway(Gateway):
             raise StudentError("Crashed", f"the process running your code ended during {label} "
                                           "(exit, crash, or killed for using too much memory)") from None
         except protocol.ProtocolError as error:
-            self._discard()
-            raise StudentError("ProtocolError", str(error)) from None
+            self._refuse(label, str(error))
         finally:
             self.log.student_seconds += time.monotonic() - started
 
@@ -216,7 +202,3 @@ def _options(options: CallOptions) -> dict:
             "grad_outputs": tuple(grads) if grads is not None else None,
             "sdpa_backend": None if options.sdpa_backend is None else str(options.sdpa_backend)}
 
-
-def _is_tensor(value) -> bool:
-    import torch
-    return type(value) is torch.Tensor

@@ -35,6 +35,7 @@ def row_from_outcome(submission, outcome: dict, isolation_note: str) -> dict:
         "status": outcome["status"], "message": outcome.get("message", ""),
         **{f"part{p}": float(parts.get(str(p), 0.0)) for p in PART_POINTS},
         "isolation": isolation_note, "slug": submission.slug, "seconds": outcome.get("seconds", 0.0),
+        "engine_failure": bool(outcome.get("engine_failure")),
     }
 
 
@@ -53,14 +54,18 @@ def write_result(out: pathlib.Path, row: dict, document: dict) -> None:
 
 
 def load_done(out: pathlib.Path) -> dict[str, dict]:
-    """slug -> row of every submission already graded in this output folder."""
+    """slug -> row of every submission already graded in this output folder.
+
+    A row the engine itself failed on (engine_failure) does not count: the next run grades it again.
+    """
     done = {}
     for path in sorted((out / "results").glob("*.json")):
         try:
             row = json.loads(path.read_text())["extra_data"]["gradebook_row"]
         except (ValueError, KeyError, TypeError):
             continue   # not one of ours or damaged: grade again
-        done[row["slug"]] = row
+        if not row.get("engine_failure"):
+            done[row["slug"]] = row
     return done
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import os
 import resource
+import shutil
 import signal
 import stat
 from dataclasses import dataclass
 
 UID_BASE = 1_000_000
+SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")   # where a sandbox user can leave files behind
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,17 @@ class Limits:
     max_open_files: int = 256
     output_bytes: int = 64 << 10        # stdout/stderr kept per submission
     timeout_strikes: int = 2            # timeouts of one function before it is no longer called
+    refusal_strikes: int = 3            # refused (malformed or forged) answers of one function, likewise
+
+
+def die_with_parent(parent: int) -> None:
+    """In a child just forked from `parent`: get SIGKILL when the parent ends, so a killed batch
+    leaves no grading behind."""
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:   # it ended before the request took effect
+        os._exit(1)
 
 
 def privileged() -> bool:
@@ -86,6 +99,38 @@ def kill_user(uid: int) -> None:
     os.waitpid(pid, 0)
 
 
+def remove_files_of(uid: int, roots=SHARED_WRITABLE) -> None:
+    """Delete what user uid left in the shared writable folders (root only).
+
+    It could fill the disk, and a later submission whose sandbox reuses the uid (pids are
+    reused) must not find it. Only folders others may write to are searched: nowhere else can
+    that user have created anything.
+    """
+    if not privileged():
+        return
+    for root in roots:
+        _remove_owned(root, uid)
+
+
+def _remove_owned(folder: str, uid: int) -> None:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            info = entry.stat(follow_symlinks=False)
+            if info.st_uid == uid:
+                if stat.S_ISDIR(info.st_mode):
+                    shutil.rmtree(entry.path, ignore_errors=True)   # never follows links
+                else:
+                    os.unlink(entry.path)
+            elif stat.S_ISDIR(info.st_mode) and info.st_mode & 0o002:
+                _remove_owned(entry.path, uid)
+        except OSError:
+            continue
+
+
 def kill_group(pid: int) -> None:
     """SIGKILL the process group led by pid (the sandbox calls setsid, so that is it and its children)."""
     try:
@@ -95,12 +140,17 @@ def kill_group(pid: int) -> None:
 
 
 def hide_from_others(path) -> None:
-    """Remove every permission of "other users" on path (so a sandbox user cannot read or enter it)."""
+    """Remove every permission of "other users" on path (so a sandbox user cannot read or enter it).
+
+    A shared scratch folder (sticky and world-writable, as /tmp) and / are left alone: closing
+    them would break every other user; what matters inside them is closed one by one.
+    """
     try:
         mode = os.stat(path, follow_symlinks=False).st_mode
     except FileNotFoundError:
         return
-    if not stat.S_ISLNK(mode):
+    shared = stat.S_ISDIR(mode) and mode & stat.S_ISVTX and mode & 0o002
+    if not stat.S_ISLNK(mode) and not shared and os.path.realpath(path) != "/":
         os.chmod(path, stat.S_IMODE(mode) & ~0o007)
 
 

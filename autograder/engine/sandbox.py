@@ -49,20 +49,34 @@ def warm_up() -> None:
     protocol.decode(protocol.encode({"w": torch.ones(2, dtype=torch.bfloat16), "d": torch.float16})[8:])
 
 
+def _installation_paths() -> list[str]:
+    """The sys.path folders of the Python installation (stdlib, site-packages), never the project's own.
+
+    A virtual environment may live inside the repository (.venv): its folders are installation.
+    """
+    prefixes = {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    repo = str(REPO) + os.sep
+    keep = []
+    for path in sys.path:
+        if not path or not os.path.isdir(path):
+            continue
+        real = os.path.realpath(path) + os.sep
+        inside = [prefix for prefix in prefixes if real.startswith(prefix)]
+        if inside and (not real.startswith(repo) or any(prefix.startswith(repo) for prefix in inside)):
+            keep.append(path)
+    return keep
+
+
 def _forget_project(private_dir: str, keep_handles: bool) -> None:
     """Drop the project's modules and paths; keep only the Python installation importable.
 
-    keep_handles: the sandbox user may be unable to reach the installation (pyenv or conda
-    under root's 0700 home), so each kept import path is opened now, as root, and used as
-    /proc/self/fd/N: that reaches the folder itself, not its parents.
+    keep_handles: the sandbox user cannot reach the installation when it lies under a folder
+    closed to it (the repository, root's 0700 home), so each kept import path is opened now,
+    as root, and used as /proc/self/fd/N: that reaches the folder itself, not its parents.
     """
     for name in [n for n in sys.modules if n.split(".")[0] in PROJECT_PACKAGES]:
         del sys.modules[name]
-    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    repo = str(REPO) + os.sep
-    keep = [p for p in sys.path if p and os.path.isdir(p)
-            and any(os.path.realpath(p).startswith(x) for x in prefixes)
-            and not (os.path.realpath(p) + os.sep).startswith(repo)]
+    keep = _installation_paths()
     if keep_handles:
         handles = {p: f"/proc/self/fd/{os.open(p, os.O_RDONLY | os.O_DIRECTORY)}" for p in keep}
         moved = lambda path: next((h + path[len(p):] for p, h in handles.items()
@@ -98,6 +112,7 @@ def _own_descriptors(sock_fd: int, out_fd: int) -> int:
 def run(sock_fd: int, out_fd: int, private_dir: str, uid: int | None, limits: isolation.Limits, executor) -> None:
     """Body of the forked sandbox process; never returns."""
     code = 0
+    worker = os.getppid()
     try:
         os.setsid()
         sock_fd = _own_descriptors(sock_fd, out_fd)
@@ -112,6 +127,7 @@ def run(sock_fd: int, out_fd: int, private_dir: str, uid: int | None, limits: is
         if uid is not None:
             isolation.drop_privileges(uid)
             _allow_proc_self()
+        isolation.die_with_parent(worker)   # after the uid change, which would clear it
         sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)
         sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)
         serve(sock, executor)
@@ -123,7 +139,7 @@ def run(sock_fd: int, out_fd: int, private_dir: str, uid: int | None, limits: is
 
 def serve(sock, executor) -> None:
     try:
-        student = importlib.import_module("student")
+        student = executor.import_student()   # every graded name resolved: a broken module fails here
     except BaseException as error:  # noqa: BLE001 - SystemExit at import is an import failure too
         _flush()
         protocol.send(sock, {"ready": False, "error": [type(error).__name__, _describe(error)]})

@@ -77,9 +77,11 @@ def grade(control, private_dir: str, limits: isolation.Limits, uid: int | None, 
         gateway.close()
     status, message = judge(log, limits, int(exit_code), grabber.report)
     if grabber.report is None:
-        return {"status": "error", "message": message, "score": 0.0, "results": None}
+        return {"status": "error", "message": message, "score": 0.0, "results": None, "engine_failure": True}
     results = gradescope_results(grabber.report, extra_output=feedback_notes(log, status, message, isolated))
-    return {"status": status, "message": message, "score": grabber.report.score, "max_score": grabber.report.max_score,
+    suite_failed = int(exit_code) not in (0, 1)   # pytest itself failed: the engine's fault, not the student's
+    return {"status": status, "message": message, "engine_failure": suite_failed,
+            "score": grabber.report.score, "max_score": grabber.report.max_score,
             "part_scores": {str(p): s for p, s in grabber.report.part_scores.items()},
             "part_max": {str(p): s for p, s in grabber.report.part_max.items()}, "results": results}
 
@@ -97,6 +99,9 @@ def judge(log, limits: isolation.Limits, exit_code: int, report) -> tuple[str, s
     if log.timeouts:
         names = ", ".join(sorted(set(log.timeouts)))
         return "timeout", f"{len(log.timeouts)} call(s) timed out after {limits.call_timeout:g} s: {names}"
+    if log.refusals:
+        names = ", ".join(sorted(set(log.refusals)))
+        return "graded", f"{len(log.refusals)} answer(s) refused as malformed or forged: {names}"
     if log.crashes:
         names = ", ".join(sorted(set(log.crashes)))
         return "graded", f"the sandbox died in {len(log.crashes)} call(s) and was restarted: {names}"

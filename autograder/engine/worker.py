@@ -1,8 +1,9 @@
-"""The template process: torch imported, never touched by hidden tests or student code.
+"""A worker grades one submission: a fork of the template (pool.py), with torch imported and
+never touched by hidden tests or student code.
 
-For each submission it forks a trusted grading process (which imports the hidden
+It unpacks the submission, forks a trusted grading process (which imports the hidden
 suite) and, whenever that process asks, a sandbox (which imports the student's code).
-Both start warm because both are forks of this template; neither pays torch's import.
+Both start warm because both are forks of the template; neither pays torch's import.
 """
 from __future__ import annotations
 
@@ -40,8 +41,11 @@ class Settings:
     trusted_root: str     # 0700: the trusted processes' scratch space
 
 
-def grade_one(source: str, settings: Settings) -> dict:
-    """Grade one submission (a folder or a zip); returns the outcome dict of trusted.grade."""
+def grade_one(source: str, settings: Settings, private_fds=()) -> dict:
+    """Grade one submission (a folder or a zip); returns the outcome dict of trusted.grade.
+
+    private_fds: descriptors of the caller that the trusted process must not inherit.
+    """
     prepare_template()
     private_dir = tempfile.mkdtemp(prefix="sub-", dir=settings.sandbox_root)
     work_dir = tempfile.mkdtemp(prefix="grade-", dir=settings.trusted_root)
@@ -51,7 +55,7 @@ def grade_one(source: str, settings: Settings) -> dict:
             submissions.unpack(source, private_dir)
         except submissions.SubmissionError as error:
             return {"status": "error", "message": str(error), "score": 0.0, "results": None}
-        outcome = _run_trusted(private_dir, work_dir, settings)
+        outcome = _run_trusted(private_dir, work_dir, settings, private_fds)
     finally:
         shutil.rmtree(private_dir, ignore_errors=True)
         shutil.rmtree(work_dir, ignore_errors=True)
@@ -59,11 +63,15 @@ def grade_one(source: str, settings: Settings) -> dict:
     return outcome
 
 
-def _run_trusted(private_dir: str, work_dir: str, settings: Settings) -> dict:
+def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fds) -> dict:
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    worker = os.getpid()
     pid = os.fork()
     if pid == 0:
         ours.close()
+        for fd in private_fds:
+            os.close(fd)
+        isolation.die_with_parent(worker)
         trusted.run(theirs, private_dir, work_dir, settings.limits, settings.isolated)
     theirs.close()
     uid = isolation.sandbox_uid(pid) if settings.isolated else None
@@ -78,15 +86,21 @@ def _run_trusted(private_dir: str, work_dir: str, settings: Settings) -> dict:
             isolation.kill_group(child)
         if uid is not None:
             isolation.kill_user(uid)
+            isolation.remove_files_of(uid)
         _reap(sandboxes)
     if killed:
         return {"status": "timeout", "message": f"grading took longer than {settings.limits.budget + GRACE:g} s and was stopped",
                 "score": 0.0, "results": None}
     result_path = os.path.join(work_dir, "result.json")
     if exit_status != 0 or not os.path.exists(result_path):
-        with open(os.path.join(work_dir, "pytest.log"), errors="replace") as handle:
-            tail = handle.read()[-500:].strip().replace("\n", " | ")
-        return {"status": "error", "message": f"grader error (exit {exit_status}): {tail}", "score": 0.0, "results": None}
+        try:
+            with open(os.path.join(work_dir, "pytest.log"), errors="replace") as handle:
+                tail = handle.read()[-500:].strip().replace("\n", " | ")
+        except OSError:
+            tail = "no log"
+        # Not the student's doing: engine_failure makes a later run with the same --out grade it again.
+        return {"status": "error", "message": f"grader error (exit {exit_status}): {tail}", "score": 0.0,
+                "results": None, "engine_failure": True}
     with open(result_path) as handle:
         return json.load(handle)
 

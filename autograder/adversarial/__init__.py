@@ -1,0 +1,58 @@
+"""The adversarial zoo: hostile submissions and exactly what the grading engine must give each one.
+
+    expectations = write_adversarial_zoo(root)      # one submission per child of root
+    python -m autograder grade root --out OUT
+    problems = verify(expectations, OUT)            # [] when every one was graded as required
+
+Families: cheats on top of the stubs (must score exactly 0), resource abuse on top of the
+reference in one function (must cost that function's part only, compared with the
+"reference" row of the same batch), broken or hostile files (an error row that says why),
+and the controls "reference" (100) and "stubs" (0).
+Used by tests/test_engine*.py and by `python -m autograder selfcheck`.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+
+from autograder.adversarial import abuse, cheats, inputs
+from autograder.adversarial.base import Context, Entry
+from autograder.adversarial.expectations import Expectation, processes_running, read_rows, verify
+from autograder.samples import write_submission
+
+__all__ = ["Expectation", "entries", "markers_folder", "processes_running", "read_rows", "verify", "write_adversarial_zoo"]
+
+CONTROLS = [
+    Entry(Expectation("reference", "control", "graded", "the reference solution", score=100.0),
+          lambda dest, _context: write_submission(dest)),
+    Entry(Expectation("stubs", "control", "graded", "the untouched stubs", score=0.0),
+          lambda dest, _context: write_submission(dest, solution=False)),
+]
+
+
+def markers_folder(root) -> pathlib.Path:
+    """Beside the zoo (never inside it, where it would count as a submission); only root can write there."""
+    root = pathlib.Path(root).resolve()
+    return root.with_name(root.name + "-markers")
+
+
+def entries(root, *, isolated: bool | None = None) -> list[Entry]:
+    """Every zoo entry; those that would really hurt an unisolated grader only when isolated (default: running as root)."""
+    isolated = os.geteuid() == 0 if isolated is None else isolated
+    context = Context(pathlib.Path(root).resolve(), markers_folder(root))
+    found = [*CONTROLS, *cheats.entries(context), *abuse.entries(context), *inputs.entries(context)]
+    return [entry for entry in found if isolated or not entry.needs_root]
+
+
+def write_adversarial_zoo(root, *, isolated: bool | None = None) -> list[Expectation]:
+    """Write every submission of the zoo into root (created; must be empty) and return their expectations."""
+    root = pathlib.Path(root).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    if any(root.iterdir()):
+        raise FileExistsError(f"{root} is not empty")
+    context = Context(root, markers_folder(root))
+    context.markers.mkdir(mode=0o700, exist_ok=True)
+    chosen = entries(root, isolated=isolated)
+    for entry in chosen:
+        entry.write(root / (entry.expectation.name + entry.suffix), context)
+    return [entry.expectation for entry in chosen]

@@ -1,0 +1,119 @@
+"""Grading processes for a batch: a clean template forks one worker per submission.
+
+The template is forked before the batch reads anything about the class (names, sources,
+earlier scores), so a worker (and every sandbox it forks) holds nothing about other
+students in memory. One process per submission also means a worker that dies takes only
+its own submission with it: the batch sees the result pipe close without an outcome.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import sys
+from dataclasses import dataclass, field
+
+from autograder.engine import isolation, worker
+
+PID = struct.Struct("!q")
+
+
+@dataclass
+class Job:
+    pid: int            # the worker (leader of its own process group)
+    fd: int             # read end of its result pipe
+    deadline: float
+    data: bytearray = field(default_factory=bytearray)
+
+    def outcome(self) -> dict:
+        """The worker's outcome, or a grader error if it died without one."""
+        try:
+            return json.loads(bytes(self.data).decode())
+        except ValueError:
+            return self.failed("grader error: the grading process ended without a result")
+
+    @staticmethod
+    def failed(message: str) -> dict:
+        """The outcome of a submission the engine failed on (graded again by the next run)."""
+        return {"status": "error", "score": 0.0, "results": None, "engine_failure": True, "message": message}
+
+
+class Template:
+    """A forked process with torch, pytest and the executor loaded, and nothing else."""
+
+    def __init__(self, settings: worker.Settings):
+        worker.prepare_template()
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        parent = os.getpid()
+        self.pid = os.fork()
+        if self.pid == 0:
+            self.control.close()
+            _template_main(theirs, settings, parent)
+        theirs.close()
+
+    def start(self, source: str, deadline: float) -> Job:
+        read_end, write_end = os.pipe()
+        try:
+            socket.send_fds(self.control, [json.dumps({"source": source}).encode()], [write_end])
+        finally:
+            os.close(write_end)
+        reply = self.control.recv(PID.size, socket.MSG_WAITALL)
+        if len(reply) != PID.size:
+            os.close(read_end)
+            raise RuntimeError("the grading template process went away")
+        return Job(PID.unpack(reply)[0], read_end, deadline)
+
+    def close(self) -> None:
+        self.control.close()   # the template sees EOF, waits for its workers and exits
+        os.waitpid(self.pid, 0)
+
+
+def _template_main(control: socket.socket, settings: worker.Settings, parent: int) -> None:
+    code = 0
+    try:
+        isolation.die_with_parent(parent)
+        sys.argv[:] = ["autograder-template"]
+        while True:
+            message, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 1)
+            if not message or len(fds) != 1:
+                break
+            source = json.loads(message)["source"]
+            template = os.getpid()
+            pid = os.fork()
+            if pid == 0:
+                control.close()
+                _worker_main(source, fds[0], settings, template)
+            os.close(fds[0])
+            control.sendall(PID.pack(pid))
+            _reap(block=False)
+        _reap(block=True)
+    except BaseException:  # noqa: BLE001 - the batch notices the closed socket
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _worker_main(source: str, result_fd: int, settings: worker.Settings, parent: int) -> None:
+    code = 0
+    try:
+        isolation.die_with_parent(parent)
+        os.setpgid(0, 0)   # the batch can kill this worker and its trusted process in one go
+        data = json.dumps(worker.grade_one(source, settings, private_fds=(result_fd,))).encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(result_fd, view):]
+    except BaseException:  # noqa: BLE001 - no outcome written: the batch records a grader error
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _reap(block: bool) -> None:
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return

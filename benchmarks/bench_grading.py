@@ -1,0 +1,137 @@
+"""The grading engine's speed, side by side in one run:
+
+  (a) grading one submission from a cold start (`python -m autograder grade ONE.zip`) against a bare
+      `python -c "import torch"`: how much the engine costs on top of the import it cannot avoid;
+  (b) grading N submissions with the engine (one batch, --workers = the core count) against
+      `otter run -a AUTOGRADER_ZIP SUBMISSION.zip` once per submission, one after another.
+
+    python benchmarks/bench_grading.py [--count 100] [--repeat 3] [--autograder dist/autograder.zip]
+
+Submissions are zips of a student/ package as `python -m student.submit` writes them: the
+reference, the stubs and the bug zoo in turn. Every time is the wall clock of the command a
+person would type, process start included. When AUTOGRADER_ZIP is missing it is built with
+`python -m autograder build`; if that fails, part (b) says so and only the engine is timed.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from autograder.samples import write_submission  # noqa: E402
+from autograder.zoo.bugs import BUGS  # noqa: E402
+from student.submit import write_submission_zip  # noqa: E402
+
+PYTHON = sys.executable
+
+
+def timed(command: list, what: str) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run([str(c) for c in command], cwd=REPO, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{what} failed (exit {proc.returncode}): {(proc.stdout + proc.stderr)[-1500:]}")
+    return seconds
+
+
+def write_class(folder: pathlib.Path, count: int) -> list[pathlib.Path]:
+    """count submission zips: the reference, the stubs, then one bug after another, round and round."""
+    kinds = [("reference", {}), ("stubs", None)] + [(bug.name, bug.overrides) for bug in BUGS]
+    zips = []
+    for i in range(count):
+        name, overrides = kinds[i % len(kinds)]
+        source = write_submission(folder / "work" / f"{i:03d}-{name}", solution=overrides is not None,
+                                  overrides=overrides or {})
+        with contextlib.redirect_stdout(io.StringIO()):   # its note about the missing notebook
+            zips.append(write_submission_zip(folder / "class" / f"{i:03d}-{name}.zip", source / "student"))
+    return zips
+
+
+def autograder_zip(path: pathlib.Path) -> tuple[pathlib.Path | None, str]:
+    """(the Gradescope autograder zip, "") or (None, why it is not there)."""
+    if path.exists():
+        return path, ""
+    proc = subprocess.run([PYTHON, "-m", "autograder", "build"], cwd=REPO, capture_output=True, text=True)
+    if proc.returncode == 0 and path.exists():
+        return path, ""
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    return None, f"`python -m autograder build` failed (exit {proc.returncode}): {lines[-1] if lines else 'no output'}"
+
+
+def part_a(scratch: pathlib.Path, submission: pathlib.Path, repeat: int) -> None:
+    imports, grades = [], []
+    for run in range(repeat):   # alternately, so both see the same machine load
+        imports.append(timed([PYTHON, "-c", "import torch"], "import torch"))
+        grades.append(timed([PYTHON, "-m", "autograder", "grade", submission, "--out", scratch / f"one-{run}",
+                             "--workers", "1"], "grading one submission"))
+    bare, one = statistics.median(imports), statistics.median(grades)
+    print(f"(a) one submission from a cold start, median of {repeat}")
+    _line('python -c "import torch"', f"{bare:8.2f} s   (runs: {_runs(imports)})")
+    _line("python -m autograder grade ONE.zip", f"{one:8.2f} s   (runs: {_runs(grades)})")
+    _line("ratio grade / import torch", f"{one / bare:8.2f}x")
+
+
+def part_b(scratch: pathlib.Path, zips: list[pathlib.Path], autograder: pathlib.Path | None, why: str) -> None:
+    workers = os.cpu_count() or 1
+    out = scratch / "batch"
+    engine = timed([PYTHON, "-m", "autograder", "grade", zips[0].parent, "--out", out], "the batch")
+    n = len(zips)
+    print(f"(b) {n} submissions")
+    _line(f"python -m autograder grade ({workers} workers)", f"{engine:8.2f} s   ({engine / n:.2f} s each)")
+    if autograder is None:
+        print(f"    otter run: not timed: {why}")
+        return
+    otter, agree = 0.0, 0
+    for index, submission in enumerate(zips):
+        result = scratch / f"otter-{index}"
+        result.mkdir()
+        otter += timed([PYTHON, "-m", "otter", "run", "--no-logo", "-a", autograder, "-o", result, submission],
+                       f"otter run {submission.name}")
+        theirs = json.loads((result / "results.json").read_text())["score"]
+        ours = json.loads((out / "results" / f"{submission.stem}.json").read_text())["score"]
+        agree += abs(theirs - ours) < 1e-6
+    _line("otter run -a autograder.zip, one by one", f"{otter:8.2f} s   ({otter / n:.2f} s each)")
+    _line("ratio otter run / engine", f"{otter / engine:8.2f}x")
+    print(f"    scores that agree: {agree}/{n}")
+
+
+def _line(label: str, value: str) -> None:
+    print(f"    {label:<44}{value}")
+
+
+def _runs(values: list[float]) -> str:
+    return ", ".join(f"{v:.2f}" for v in values)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=100, help="submissions in part (b) (default 100)")
+    parser.add_argument("--repeat", type=int, default=3, help="timings per command in part (a) (default 3)")
+    parser.add_argument("--autograder", type=pathlib.Path, default=REPO / "dist" / "autograder.zip",
+                        help="Gradescope autograder zip for otter run (default dist/autograder.zip; built if missing)")
+    args = parser.parse_args(argv)
+    if args.count < 1 or args.repeat < 1:
+        parser.error("--count and --repeat must be at least 1")
+    print(f"machine: {os.cpu_count()} cores; python {sys.version.split()[0]}")
+    with tempfile.TemporaryDirectory(prefix="bench-grading-") as scratch:
+        scratch = pathlib.Path(scratch)
+        zips = write_class(scratch, args.count)
+        part_a(scratch, zips[0], args.repeat)
+        autograder, why = autograder_zip(args.autograder.resolve())
+        part_b(scratch, zips, autograder, why)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
