@@ -1,0 +1,130 @@
+"""`python -m student.bench`: the benchmark runs on a full solution, on the stubs and on half-done work.
+
+Each run is `--quick` (tiny sizes) in a child process whose cwd and PYTHONPATH are a submission
+folder, as a student runs it. Nothing here asserts a wall-clock time: only that every cell is
+there, and that memory behaves as the lesson says (the manual path's grows faster than L).
+"""
+import importlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from autograder.samples import edited_reference, write_submission
+
+FUSED_CALL = "        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)"
+FUSED_STUB = '        raise NotImplementedError("Part 6: MultiHeadAttention._fused_attention is not implemented yet")'
+INIT_STUB = "Part 5: MultiHeadAttention.__init__ is not implemented yet"
+COLUMNS = ("L", "manual ms", "fused ms", "SDPA ms", "time manual/fused",
+           "manual MiB", "fused MiB", "SDPA MiB", "memory manual/fused")
+
+
+def bench_module():
+    return importlib.import_module("student.bench")
+
+
+def run_bench(folder, tmp_path, *extra):
+    plot, figures = tmp_path / "plot.png", tmp_path / "figures.json"
+    env = dict(os.environ, PYTHONPATH=str(folder))
+    proc = subprocess.run(
+        [sys.executable, "-m", "student.bench", "--quick", "--device", "cpu", "--out", str(plot), "--json", str(figures),
+         *extra],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "no PNG plot was written"
+    return proc.stdout, json.loads(figures.read_text())
+
+
+def table_rows(stdout):
+    """L -> {column: cell text} from the printed table (markdown pipes)."""
+    rows = {}
+    for line in stdout.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if line.startswith("|") and cells[0].isdigit():
+            assert len(cells) == len(COLUMNS), line
+            rows[int(cells[0])] = dict(zip(COLUMNS, cells))
+    return rows
+
+
+def test_quick_run_on_the_reference_shows_the_manual_paths_quadratic_memory(tmp_path):
+    folder = write_submission(tmp_path / "reference", solution=True)
+    stdout, figures = run_bench(folder, tmp_path)
+    lengths = list(bench_module().QUICK["lengths"])
+    rows = table_rows(stdout)
+    assert sorted(rows) == lengths, stdout
+    for length, row in rows.items():
+        for column in COLUMNS[1:]:
+            float(row[column])   # every cell is a number: nothing failed, nothing is missing
+    first, last = lengths[0], lengths[-1]
+    manual = {length: float(rows[length]["manual MiB"]) for length in lengths}
+    fused = {length: float(rows[length]["fused MiB"]) for length in lengths}
+    assert manual[last] > fused[last], stdout
+    # The lesson: the manual path holds (B, H, L, L) matrices, so its memory grows faster than L.
+    assert manual[last] / manual[first] > last / first, stdout
+    assert float(rows[last]["memory manual/fused"]) > 1
+    # The JSON carries the same figures, unrounded.
+    assert figures["lengths"] == lengths and not figures["problems"] and not figures["disagreements"]
+    exact = {length: figures["results"]["manual"][str(length)]["peak_mib"] for length in lengths}
+    assert exact[last] / exact[first] > last / first
+    assert "peak memory:" in stdout and "torch.profiler" in stdout, "the output must state how memory is measured"
+    assert "fused and manual agree" in stdout
+
+
+def test_quick_run_on_the_stubs_names_what_is_missing_and_still_measures_sdpa(tmp_path):
+    folder = write_submission(tmp_path / "stubs", solution=False)
+    stdout, figures = run_bench(folder, tmp_path)
+    rows = table_rows(stdout)
+    assert sorted(rows) == list(bench_module().QUICK["lengths"]), stdout
+    assert INIT_STUB in stdout
+    for row in rows.values():
+        assert row["manual ms"] == row["fused ms"] == row["manual MiB"] == row["fused MiB"] == "n/i"
+        assert float(row["SDPA ms"]) > 0 and float(row["SDPA MiB"]) > 0
+    assert set(figures["problems"]) == {"manual", "fused"}
+
+
+def test_half_done_work_runs_the_finished_path_and_names_the_missing_part(tmp_path):
+    folder = write_submission(tmp_path / "no-part6", overrides=edited_reference("multihead.py", FUSED_CALL, FUSED_STUB))
+    stdout, figures = run_bench(folder, tmp_path, "--lengths", "32,128")
+    rows = table_rows(stdout)
+    assert sorted(rows) == [32, 128]
+    assert "Part 6: MultiHeadAttention._fused_attention is not implemented yet" in stdout
+    for row in rows.values():
+        assert row["fused ms"] == "n/i" and row["time manual/fused"] == "-"
+        assert float(row["manual ms"]) > 0 and float(row["manual MiB"]) > 0 and float(row["SDPA MiB"]) > 0
+    assert set(figures["problems"]) == {"fused"}
+
+
+def test_out_of_memory_is_a_table_cell_not_a_crash():
+    bench = bench_module()
+    config = bench.Config(torch.device("cpu"), torch.float32, (8, 16, 32), 1, 2, 8, 1, False)
+
+    class RunsOutAt16(torch.nn.Module):
+        def forward(self, x, is_causal=False):
+            if x.size(1) >= 16:
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return x * 2
+
+    states = {name: bench.PathState(name) for name in bench.PATHS}
+    modules = {"manual": RunsOutAt16(), "fused": RunsOutAt16()}
+    results = {name: {} for name in bench.PATHS}
+    for length in config.lengths:
+        for name in bench.PATHS:
+            results[name][length] = bench.measure(name, config, modules, length, states[name], {})
+    assert [results["manual"][length].status for length in config.lengths] == ["ok", "OOM", "OOM"]
+    assert results["sdpa"][32].status == "ok"
+    rows = table_rows(bench.table(config, results))
+    assert rows[16]["manual ms"] == rows[32]["fused MiB"] == "OOM" and rows[16]["memory manual/fused"] == "-"
+    text = bench.report(config, results, states, [], [])
+    assert "manual at L=16: out of memory" in text and "not tried: out of memory already at L=16" in text
+
+
+def test_asking_for_cuda_without_a_gpu_is_a_clear_error(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    proc = subprocess.run([sys.executable, "-m", "student.bench", "--device", "cuda", "--no-plot"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env=dict(os.environ, PYTHONPATH=str(write_submission(tmp_path / "stubs", solution=False))))
+    assert proc.returncode == 2 and "torch.cuda.is_available() is False" in proc.stderr
