@@ -127,6 +127,7 @@ def test_autograder_zip_installs_the_pinned_cpu_torch(dist):
     assert torch_lines == [f"torch=={TORCH_PIN}+cpu"], torch_lines
     assert not re.search(r"cuda|cu1\d\d", json.dumps(environment), re.I)
     assert "torch" not in read(autograder, "setup.sh")
+    assert not [line for line in pip if line.lower().startswith("jupyterlab")], "JupyterLab is for students only"
 
 
 def test_autograder_zip_carries_plugin_engine_and_hidden_suite(dist):

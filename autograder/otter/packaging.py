@@ -76,12 +76,16 @@ def student_requirements() -> str:
     return "\n".join([CPU_INDEX] + [line for line in lines if line != CPU_INDEX]) + "\n"
 
 
+# Not needed to grade: otter itself is added by otter generate; JupyterLab is for students only.
+NOT_FOR_GRADING = {"otter-grader", "jupyterlab"}
+
+
 def autograder_requirements() -> str:
-    """Pins for Gradescope's image: CPU torch exactly; otter itself is added by otter generate."""
+    """Pins for Gradescope's image: CPU torch exactly, nothing grading does not need."""
     out = [CPU_INDEX]
     for line in _pinned_requirements():
         name = re.split(r"[=<>\[ ]", line, maxsplit=1)[0].lower()
-        if line == CPU_INDEX or name == "otter-grader":
+        if line == CPU_INDEX or name in NOT_FOR_GRADING:
             continue
         if name == "torch":
             version = line.split("==", 1)[1]
