@@ -14,6 +14,7 @@ import pytest
 
 from autograder.adversarial import processes_running, read_rows
 from autograder.engine import submissions
+from autograder.examples import zip_folder
 from autograder.samples import write_submission
 from tests.test_engine import REPO, grade
 
@@ -33,14 +34,6 @@ submission_1002:
     :email: grace@example.edu
   :created_at: 2026-01-10 11:00:00 +0000
 """
-
-
-def _zip_folder(folder: pathlib.Path, dest: pathlib.Path, top: str = "") -> pathlib.Path:
-    with zipfile.ZipFile(dest, "w") as archive:
-        for path in sorted(folder.rglob("*")):
-            if path.is_file():
-                archive.write(path, top + path.relative_to(folder).as_posix())
-    return dest
 
 
 def test_a_gradescope_export_is_graded_and_named_by_student(tmp_path):
@@ -105,14 +98,14 @@ def test_a_run_killed_half_way_is_finished_by_the_next_run(tmp_path):
 
 def test_each_child_of_a_folder_is_a_submission_named_by_its_file(tmp_path):
     write_submission(tmp_path / "class" / "alice")
-    _zip_folder(write_submission(tmp_path / "bob-src"), tmp_path / "class" / "bob.zip")
+    zip_folder(write_submission(tmp_path / "bob-src"), tmp_path / "class" / "bob.zip")
     (tmp_path / "class" / ".DS_Store").write_text("")
     found = submissions.discover([tmp_path / "class", tmp_path / "bob-src"])
     assert [(s.name, s.slug) for s in found] == [("alice", "alice"), ("bob", "bob"), ("bob-src", "bob-src")]
 
 
 def test_a_zip_with_the_package_inside_one_folder_unpacks(tmp_path):
-    archive = _zip_folder(write_submission(tmp_path / "src"), tmp_path / "work.zip", top="my-work/")
+    archive = zip_folder(write_submission(tmp_path / "src"), tmp_path / "work.zip", top="my-work")
     private = tmp_path / "private"
     private.mkdir()
     submissions.unpack(str(archive), str(private))
@@ -122,7 +115,7 @@ def test_a_zip_with_the_package_inside_one_folder_unpacks(tmp_path):
 
 def test_a_folder_holding_one_zip_unpacks(tmp_path):
     (tmp_path / "upload").mkdir()
-    _zip_folder(write_submission(tmp_path / "src"), tmp_path / "upload" / "submission.zip")
+    zip_folder(write_submission(tmp_path / "src"), tmp_path / "upload" / "submission.zip")
     private = tmp_path / "private"
     private.mkdir()
     submissions.unpack(str(tmp_path / "upload"), str(private))

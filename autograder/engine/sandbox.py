@@ -204,8 +204,6 @@ def wire(value, executor):
         return executor.plain_result(value)
     if value is None or type(value) in (bool, int, float, str):
         return value
-    if isinstance(value, bool):
-        return bool(value)
     if isinstance(value, (int, float)) and type(value).__module__ in ("numpy", "builtins"):
         return float(value) if isinstance(value, float) else int(value)
     if isinstance(value, tuple):
