@@ -200,7 +200,7 @@ def expected_for(case: Case, inputs: Inputs, device) -> Expected:
     return Expected(golden, tolerances)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def cached_expectation(case: Case, dtype: torch.dtype, device: str) -> tuple[Inputs, Expected]:
     inputs = make_inputs(case, dtype)
     return inputs, expected_for(case, inputs, device)

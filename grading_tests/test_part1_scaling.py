@@ -5,8 +5,16 @@ import pytest
 import torch
 
 from grading_tests import oracle
-from grading_tests.checks import (call, expect_close, expect_devices, expect_dtype, expect_shape, expect_unmodified,
-                                  fail, randn)
+from grading_tests.checks import (
+    call,
+    expect_close,
+    expect_devices,
+    expect_dtype,
+    expect_shape,
+    expect_unmodified,
+    fail,
+    randn,
+)
 from grading_tests.gateway import CallOptions
 
 pytestmark = pytest.mark.part(1)

@@ -5,8 +5,14 @@ import torch
 from grading_tests import oracle
 from grading_tests.checks import expect_devices, fail, randn, run_module
 from grading_tests.gateway import CallOptions, ModuleSpec, StudentError
-from grading_tests.module_checks import (MODULE_CASES, case_inputs, check_dropout_rate, check_gradients,
-                                         check_lesson, check_module)
+from grading_tests.module_checks import (
+    MODULE_CASES,
+    case_inputs,
+    check_dropout_rate,
+    check_gradients,
+    check_lesson,
+    check_module,
+)
 
 pytestmark = pytest.mark.part(5)
 

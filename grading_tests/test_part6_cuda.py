@@ -15,8 +15,15 @@ Run on a GPU machine:  python -m pytest grading_tests -k cuda --submission DIR -
 import pytest
 import torch
 
-from grading_tests.lowp_tolerance import (BACKENDS, CASES, backend_problem, cached_expectation, check_agreement,
-                                          describe_case, run_student)
+from grading_tests.lowp_tolerance import (
+    BACKENDS,
+    CASES,
+    backend_problem,
+    cached_expectation,
+    check_agreement,
+    describe_case,
+    run_student,
+)
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 PATHS = ("manual", "fused-default") + tuple(f"fused-{name}" for name in BACKENDS)

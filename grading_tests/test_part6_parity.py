@@ -9,8 +9,15 @@ import torch.nn.functional as F
 from grading_tests import oracle
 from grading_tests.checks import expect_close, expect_devices, fail, run_module
 from grading_tests.gateway import CallOptions, ModuleSpec, StudentError
-from grading_tests.module_checks import (MODULE_CASES, case_inputs, check_dropout_rate, check_gradients,
-                                         check_lesson, check_module, describe_forward)
+from grading_tests.module_checks import (
+    MODULE_CASES,
+    case_inputs,
+    check_dropout_rate,
+    check_gradients,
+    check_lesson,
+    check_module,
+    describe_forward,
+)
 
 pytestmark = pytest.mark.part(6)
 

@@ -3,7 +3,6 @@ bad command lines. (The adversarial zoo is in test_engine.py.)"""
 from __future__ import annotations
 
 import os
-import pathlib
 import signal
 import subprocess
 import sys

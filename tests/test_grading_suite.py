@@ -9,12 +9,12 @@ import re
 
 import pytest
 
+from autograder.samples import write_submission
 from autograder.zoo.bugs import BUGS
 from autograder.zoo.variants import VARIANTS
 from grading_tests.scoring import PART_POINTS, PART_TITLES
 from student.parts import PARTS
 from tests.suite_runner import grade_folder, grade_samples, part_scores
-from autograder.samples import write_submission
 
 REFERENCE, STUBS = "reference", "stubs"
 
@@ -36,7 +36,7 @@ def test_the_zoo_is_as_large_as_promised():
 
 def test_parts_sum_to_100_and_match_the_students_titles():
     assert sum(PART_POINTS.values()) == 100
-    assert PART_TITLES == {number: title for number, (title, _names) in PARTS.items()}
+    assert {number: title for number, (title, _names) in PARTS.items()} == PART_TITLES
 
 
 def test_the_reference_scores_100_with_every_test_passing(graded):

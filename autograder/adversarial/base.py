@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from autograder.adversarial.expectations import Expectation
 from autograder.stubs import REPO, STUDENT_DIR

@@ -151,7 +151,7 @@ def plain_tensor(tensor) -> torch.Tensor:
 
 def checked(value, kind, what: str):
     """value if it is of kind (a type or tuple of types), else ProtocolError."""
-    if not isinstance(value, kind) or isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))):
         raise ProtocolError(f"{what} has type {type(value).__name__}")
     return value
 

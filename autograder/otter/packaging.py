@@ -70,21 +70,29 @@ def _pinned_requirements() -> list[str]:
             if line.strip() and not line.strip().startswith("#")]
 
 
+def _package_name(line: str) -> str:
+    return re.split(r"[=<>\[ ]", line, maxsplit=1)[0].lower()
+
+
+# Developer tools: students neither run nor need them.
+NOT_FOR_STUDENTS = {"ruff"}
+
+
 def student_requirements() -> str:
     """The repository's pins, with the CPU index first (the `+cpu` wheel wins on Linux)."""
-    lines = _pinned_requirements()
-    return "\n".join([CPU_INDEX] + [line for line in lines if line != CPU_INDEX]) + "\n"
+    lines = [line for line in _pinned_requirements() if line != CPU_INDEX and _package_name(line) not in NOT_FOR_STUDENTS]
+    return "\n".join([CPU_INDEX, *lines]) + "\n"
 
 
-# Not needed to grade: otter itself is added by otter generate; JupyterLab is for students only.
-NOT_FOR_GRADING = {"otter-grader", "jupyterlab"}
+# Not needed to grade: otter itself is added by otter generate; JupyterLab is for students, ruff for developers.
+NOT_FOR_GRADING = {"otter-grader", "jupyterlab", "ruff"}
 
 
 def autograder_requirements() -> str:
     """Pins for Gradescope's image: CPU torch exactly, nothing grading does not need."""
     out = [CPU_INDEX]
     for line in _pinned_requirements():
-        name = re.split(r"[=<>\[ ]", line, maxsplit=1)[0].lower()
+        name = _package_name(line)
         if line == CPU_INDEX or name in NOT_FOR_GRADING:
             continue
         if name == "torch":

@@ -1,6 +1,6 @@
 """Correct solutions written differently from the reference. Every one must score exactly 100."""
-from autograder.zoo import Sample, edit
 from autograder.samples import reference_source
+from autograder.zoo import Sample, edit
 
 SOFTMAX = "    weights = torch.softmax(apply_mask(scores, mask), dim=-1)"
 ZERO_ROWS = "        weights = torch.where(has_visible_key, weights, torch.zeros_like(weights))"
