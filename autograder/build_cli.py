@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from autograder.otter import leaks, packaging
-from autograder.stubs import REPO
+from autograder.paths import REPO
 
 DEFAULT_OUT = REPO / "dist"
 HANDOUT_NAME = "attention-handout.zip"
@@ -37,6 +37,16 @@ class BuildResult:
             lines.append(f"  {label:<22} {path}  ({path.stat().st_size / 1024:.0f} KiB)")
         timing = ", ".join(f"{step} {seconds:.1f} s" for step, seconds in self.seconds.items())
         return "\n".join(lines) + f"\n  time: {timing}; total {sum(self.seconds.values()):.1f} s"
+
+
+def existing(out: pathlib.Path) -> BuildResult:
+    """The artefacts of an earlier build in out; raises packaging.BuildError when one is missing."""
+    out = pathlib.Path(out).resolve()
+    paths = [out / packaging.NOTEBOOK_NAME, out / HANDOUT_NAME, out / AUTOGRADER_NAME]
+    missing = [path.name for path in paths if not path.is_file()]
+    if missing:
+        raise packaging.BuildError(f"{out} holds no complete build: missing {', '.join(missing)}")
+    return BuildResult(out, *paths)
 
 
 def build(out: pathlib.Path = DEFAULT_OUT) -> BuildResult:

@@ -23,8 +23,8 @@ import sys
 import tempfile
 import zipfile
 
+from autograder.paths import REPO
 from autograder.samples import write_submission
-from autograder.stubs import REPO
 from autograder.zoo.bugs import BUGS
 from autograder.zoo.variants import VARIANTS
 

@@ -14,6 +14,8 @@ the artefact itself is what is checked), and each must meet its expectation:
 
 Prints one line per check and exits with status 1 when any fails. --quick grades the reference,
 the stubs, the first bug of each part and the first variant only (no adversarial zoo).
+--dist DIR checks the artefacts of an earlier `python -m autograder build --out DIR` (the very
+autograder.zip you are about to upload) instead of building new ones.
 """
 from __future__ import annotations
 
@@ -29,8 +31,8 @@ from dataclasses import dataclass
 
 from autograder import build_cli
 from autograder.otter import engine_bridge, leaks, packaging
+from autograder.paths import REPO
 from autograder.samples import write_submission
-from autograder.stubs import REPO
 from autograder.zoo.bugs import BUGS
 from autograder.zoo.variants import VARIANTS
 from grading_tests.scoring import PART_POINTS
@@ -88,7 +90,8 @@ def judge(case: Case, results: dict | None) -> Verdict:
     most = float(PART_POINTS[case.part])
     got = float(row.get(f"part{case.part}", most))
     ok = got < most and score < FULL_MARKS
-    return Verdict(case.name, case.kind, f"part {case.part} < {most:g}", f"part {case.part}: {got:g}; total {score:g}", ok)
+    return Verdict(case.name, case.kind, f"part {case.part} < {most:g}",
+                   f"part {case.part}: {got:g}; total {score:g}", ok)
 
 
 def check_handout(handout: pathlib.Path) -> Verdict:
@@ -111,15 +114,21 @@ def read_results(grades: pathlib.Path) -> dict[str, dict]:
     return found
 
 
-def grade_cases(chosen: list[Case], autograder_zip: pathlib.Path, out: pathlib.Path, workers: int) -> list[Verdict]:
-    """Write the submissions, grade them in one batch with the engine unpacked from autograder_zip."""
+def grade(chosen: list[Case], autograder_zip: pathlib.Path, out: pathlib.Path, workers: int,
+          env: dict | None = None) -> dict[str, dict]:
+    """Write the submissions and grade them in one batch with the engine unpacked from autograder_zip;
+    returns case name -> its results.json (a case the engine wrote nothing for is absent)."""
     source = out / "autograder-source"
     with zipfile.ZipFile(autograder_zip) as zf:
         zf.extractall(source)
     write_cases(chosen, out / "submissions")
     engine_bridge.run_engine([out / "submissions"], out / "grades", source, workers=workers,
-                             timeout=engine_bridge.GRADE_TIMEOUT_S + 60 * len(chosen))
-    results = read_results(out / "grades")
+                             timeout=engine_bridge.GRADE_TIMEOUT_S + 60 * len(chosen), env=env)
+    return read_results(out / "grades")
+
+
+def grade_cases(chosen: list[Case], autograder_zip: pathlib.Path, out: pathlib.Path, workers: int) -> list[Verdict]:
+    results = grade(chosen, autograder_zip, out, workers)
     return [judge(case, results.get(case.name)) for case in chosen]
 
 
@@ -148,13 +157,14 @@ def adversarial_verdicts(out: pathlib.Path, workers: int) -> list[Verdict]:
 
 
 def selfcheck(out: pathlib.Path = DEFAULT_OUT, *, quick: bool = False, workers: int = 2,
-              chosen: list[Case] | None = None) -> list[Verdict]:
-    """Build into out/dist and run every check; returns one verdict per check (failures included)."""
+              chosen: list[Case] | None = None, dist: pathlib.Path | None = None) -> list[Verdict]:
+    """Build into out/dist (or take the build in dist) and run every check; returns one verdict per
+    check (failures included)."""
     out = pathlib.Path(out).resolve()
     for name in OWNED:
         shutil.rmtree(out / name, ignore_errors=True)
     try:
-        built = build_cli.build(out / "dist")
+        built = build_cli.build(out / "dist") if dist is None else build_cli.existing(dist)
     except packaging.BuildError as error:
         return [Verdict("build", "build", "succeeds", str(error).splitlines()[0], False)]
     verdicts = [check_handout(built.handout)]
@@ -171,7 +181,8 @@ def render(verdicts: list[Verdict]) -> str:
     rows = [("check", "kind", "expected", "got", "")] + [
         (v.name, v.kind, v.expected, v.got, "ok" if v.ok else "FAIL") for v in verdicts]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    lines = ["  ".join([*(cell.ljust(w) for cell, w in zip(row[:3], widths)), row[4].ljust(4), row[3]]) for row in rows]
+    lines = ["  ".join([*(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)), row[4].ljust(4), row[3]])
+             for row in rows]
     failed = sum(not v.ok for v in verdicts)
     return "\n".join(lines) + f"\n\n{len(verdicts) - failed} passed, {failed} failed"
 
@@ -184,13 +195,16 @@ def main(argv=None) -> int:
                              f"{', '.join(OWNED)} sub-folders are replaced")
     parser.add_argument("--quick", action="store_true", help="one bug per part and one variant only")
     parser.add_argument("--workers", type=int, default=2, help="submissions graded at once (default 2)")
+    parser.add_argument("--dist", type=pathlib.Path, default=None,
+                        help="check the artefacts already built in this folder instead of building")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error("--workers must be at least 1")
     start = time.perf_counter()
-    verdicts = selfcheck(args.out, quick=args.quick, workers=args.workers)
+    verdicts = selfcheck(args.out, quick=args.quick, workers=args.workers, dist=args.dist)
     print(render(verdicts))
-    print(f"selfcheck took {time.perf_counter() - start:.0f} s; artefacts in {pathlib.Path(args.out).resolve() / 'dist'}")
+    artefacts = (args.dist or args.out / "dist").resolve()
+    print(f"selfcheck took {time.perf_counter() - start:.0f} s; artefacts in {artefacts}")
     return 0 if all(v.ok for v in verdicts) else 1
 
 

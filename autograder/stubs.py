@@ -9,11 +9,9 @@ import ast
 import pathlib
 import sys
 
+from autograder.paths import REFERENCE_DIR, STUDENT_DIR
 from student.parts import part_of
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-REFERENCE_DIR = REPO / "assignment" / "reference"
-STUDENT_DIR = REPO / "student"
 GRADED_MODULES = ("scaling.py", "masking.py", "heads.py", "padding.py", "multihead.py")
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
 

@@ -4,6 +4,9 @@ Convention, as in torch.nn.functional.scaled_dot_product_attention:
 a boolean mask is True where a query MAY attend to a key, False where it may not.
 """
 import torch
+import torch.nn.functional as F
+
+from .scaling import scaled_scores
 
 
 def causal_mask(L: int, S: int | None = None, *, device: torch.device | str | None = None) -> torch.Tensor:

@@ -1,6 +1,11 @@
 """Part 5: multi-head self- and cross-attention. Part 6: the same through PyTorch's fused SDPA."""
 import torch
+import torch.nn.functional as F
 from torch import nn
+
+from .heads import merge_heads, split_heads
+from .masking import causal_mask, scaled_dot_product_attention
+from .padding import expand_padding_mask
 
 
 class MultiHeadAttention(nn.Module):

@@ -49,6 +49,7 @@ def table_rows(stdout):
     return rows
 
 
+@pytest.mark.slow
 def test_quick_run_on_the_reference_shows_the_manual_paths_quadratic_memory(tmp_path):
     folder = write_submission(tmp_path / "reference", solution=True)
     stdout, figures = run_bench(folder, tmp_path)
@@ -73,6 +74,7 @@ def test_quick_run_on_the_reference_shows_the_manual_paths_quadratic_memory(tmp_
     assert "fused and manual agree" in stdout
 
 
+@pytest.mark.slow
 def test_quick_run_on_the_stubs_names_what_is_missing_and_still_measures_sdpa(tmp_path):
     folder = write_submission(tmp_path / "stubs", solution=False)
     stdout, figures = run_bench(folder, tmp_path)
@@ -85,6 +87,7 @@ def test_quick_run_on_the_stubs_names_what_is_missing_and_still_measures_sdpa(tm
     assert set(figures["problems"]) == {"manual", "fused"}
 
 
+@pytest.mark.slow
 def test_half_done_work_runs_the_finished_path_and_names_the_missing_part(tmp_path):
     folder = write_submission(tmp_path / "no-part6", overrides=edited_reference("multihead.py", FUSED_CALL, FUSED_STUB))
     stdout, figures = run_bench(folder, tmp_path, "--lengths", "32,128")
@@ -121,6 +124,7 @@ def test_out_of_memory_is_a_table_cell_not_a_crash():
     assert "manual at L=16: out of memory" in text and "not tried: out of memory already at L=16" in text
 
 
+@pytest.mark.slow
 def test_asking_for_cuda_without_a_gpu_is_a_clear_error(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")

@@ -7,8 +7,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from autograder.paths import STUDENT_DIR
 from autograder.samples import write_submission
-from autograder.stubs import GRADED_MODULES, STUDENT_DIR, generated_stubs, stub_source
+from autograder.stubs import GRADED_MODULES, generated_stubs, stub_source
 from student.parts import PARTS
 
 

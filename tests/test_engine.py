@@ -21,9 +21,11 @@ import pytest
 
 from autograder.adversarial import Expectation, processes_running, read_rows, verify, write_adversarial_zoo
 from autograder.engine import isolation
+from autograder.paths import REPO
 from grading_tests.scoring import PART_POINTS
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
 TIMEOUT = "5"   # seconds per call: the zoo's infinite loops cost 2 x this each
 as_root = pytest.mark.skipif(not isolation.privileged(), reason="isolation needs root (the engine says 'not isolated')")
 

@@ -35,6 +35,7 @@ submission_1002:
 """
 
 
+@pytest.mark.slow
 def test_a_gradescope_export_is_graded_and_named_by_student(tmp_path):
     export = tmp_path / "export"
     write_submission(export / "submission_1001")
@@ -49,6 +50,7 @@ def test_a_gradescope_export_is_graded_and_named_by_student(tmp_path):
         "Ada_Lovelace.json", "Alan_Turing_Grace_Hopper.json"]
 
 
+@pytest.mark.slow
 def test_a_missing_path_exits_2_and_says_which(tmp_path):
     proc = grade(tmp_path / "nowhere", "--out", tmp_path / "out", timeout=120)
     assert proc.returncode == 2
@@ -56,11 +58,13 @@ def test_a_missing_path_exits_2_and_says_which(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_bad_limits_are_refused(tmp_path):
     proc = grade(tmp_path, "--out", tmp_path / "out", "--workers", "0", timeout=120)
     assert proc.returncode == 2 and "must be positive" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_run_killed_half_way_is_finished_by_the_next_run(tmp_path):
     class_dir = tmp_path / "class"
     for i in range(4):

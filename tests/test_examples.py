@@ -5,8 +5,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from autograder.examples import write_examples
-from autograder.stubs import REPO
+from autograder.paths import REPO
+
+pytestmark = pytest.mark.slow
 
 EXPECTED = {   # name -> (status, score or None for "between 0 and 100")
     "alice": ("graded", 100.0), "bob": ("graded", None), "carol": ("graded", 0.0), "dave": ("graded", 100.0),

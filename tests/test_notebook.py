@@ -12,6 +12,8 @@ from autograder.otter import packaging
 from autograder.samples import write_submission
 from student.parts import PARTS
 
+pytestmark = pytest.mark.slow
+
 MASTER = packaging.MASTER_NOTEBOOK
 GRADED_NAMES = {name.split(".")[0] for _title, names in PARTS.values() for name in names}
 CHECK_CELL = re.compile(r"^check\((\d)\)$")

@@ -10,14 +10,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from autograder.otter import engine_bridge, packaging
+from autograder.otter import engine_bridge
+from autograder.paths import REPO
 from autograder.samples import write_submission
-from autograder.stubs import REPO
 from autograder.zoo.bugs import BUGS
 
 BUG = next(bug for bug in BUGS if bug.name == "padding-mask-ignored")
 # Written by a payload only where it must never run: in otter's own process or kernel.
-MARKERS = ("otter-log", "results-pkl", "results-pkl-top", "init-in-otter", "shadow-otter", "shadow-dill", "notebook-ran")
+pytestmark = pytest.mark.slow
+
+MARKERS = ("otter-log", "results-pkl", "results-pkl-top", "init-in-otter", "shadow-otter", "shadow-dill",
+           "notebook-ran")
 
 
 class Payload:
@@ -89,7 +92,7 @@ def otter_run(autograder, submission, out) -> dict:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def graded(dist, tmp_path_factory):
     """name -> (otter run's results.json, the batch command's results.json), plus the markers folder."""
     root = tmp_path_factory.mktemp("otter-run")
     markers = root / "markers"
@@ -102,14 +105,15 @@ def graded(tmp_path_factory):
     write_cheat_zip(zips / "cheat.zip", root / "work" / "cheat", markers)
     with zipfile.ZipFile(zips / "nothing.zip", "w") as zf:
         zf.writestr("attention.ipynb", notebook_running("1 + 1"))
-    autograder = packaging.build_autograder_zip(root / "autograder.zip")
+    autograder = dist / "autograder.zip"
 
     batch = root / "batch"
     engine_bridge.run_engine([zips], batch, REPO, workers=2)
     by_batch = {p.stem: json.loads(p.read_text()) for p in (batch / "results").glob("*.json")}
     names = sorted(p.stem for p in zips.glob("*.zip"))
     with ThreadPoolExecutor(2) as pool:
-        by_otter = dict(zip(names, pool.map(lambda n: otter_run(autograder, zips / f"{n}.zip", root / f"otter-{n}"), names)))
+        runs = pool.map(lambda n: otter_run(autograder, zips / f"{n}.zip", root / f"otter-{n}"), names)
+        by_otter = dict(zip(names, runs, strict=True))
     return {name: (by_otter[name], by_batch[name]) for name in names}, markers
 
 
@@ -173,7 +177,8 @@ assert GradingResults([]).total == 100.0, "the patch did not take"
 exec({notebook["cells"][0]["source"]!r})
 """
     # -I: the unpacked folder is not on the path until the script puts it there (as otter would not).
-    proc = subprocess.run([sys.executable, "-I", "-c", script], cwd=unpacked, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-I", "-c", script], cwd=unpacked, capture_output=True, text=True,
+                          timeout=120)
     assert proc.returncode == 0, proc.stderr
     shadow = subprocess.run([sys.executable, "-c", "import otter, dill"], cwd=unpacked, capture_output=True,
                             text=True, timeout=60, env={"PYTHONPATH": str(unpacked)})

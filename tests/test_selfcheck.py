@@ -6,16 +6,16 @@ import zipfile
 
 import pytest
 
-from autograder import build_cli, selfcheck
+from autograder import selfcheck
 from autograder.otter import leaks, packaging
+from autograder.paths import REPO
 from autograder.samples import reference_source
-from autograder.stubs import REPO
 from autograder.zoo.bugs import BUGS
 
 
-def test_quick_selfcheck_passes_on_this_checkout(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "autograder", "selfcheck", "--quick", "--out", str(tmp_path)],
-                          cwd=REPO, capture_output=True, text=True, timeout=600)
+def test_quick_selfcheck_passes_on_this_checkout(dist, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "autograder", "selfcheck", "--quick", "--out", str(tmp_path),
+                           "--dist", str(dist)], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     for name in ("attention-handout.zip", "reference", "stubs", "variant-"):
@@ -23,10 +23,10 @@ def test_quick_selfcheck_passes_on_this_checkout(tmp_path):
     parts = {int(line.split("part ")[1].split()[0]) for line in lines if line.startswith("bug-")}
     assert parts == {1, 2, 3, 4, 5, 6}
     assert "0 failed" in proc.stdout
-    assert (tmp_path / "dist" / build_cli.AUTOGRADER_NAME).is_file()
+    assert f"artefacts in {dist.resolve()}" in proc.stdout
 
 
-def test_selfcheck_fails_when_a_bug_costs_nothing_or_a_variant_is_wrong(tmp_path, monkeypatch, capsys):
+def test_selfcheck_fails_when_a_bug_costs_nothing_or_a_variant_is_wrong(dist, tmp_path, monkeypatch, capsys):
     harmless = reference_source("scaling.py") + "\n# a comment changes nothing\n"
     wrong_variant = next(bug for bug in BUGS if bug.name == "no-scale")
     monkeypatch.setattr(selfcheck, "cases", lambda quick: [
@@ -34,15 +34,17 @@ def test_selfcheck_fails_when_a_bug_costs_nothing_or_a_variant_is_wrong(tmp_path
         selfcheck.Case("bug-harmless", "bug", {"scaling.py": harmless}, part=1),
         selfcheck.Case("variant-not-really", "variant", wrong_variant.overrides),
     ])
-    assert selfcheck.main(["--out", str(tmp_path), "--quick"]) == 1
+    assert selfcheck.main(["--out", str(tmp_path), "--quick", "--dist", str(dist)]) == 1
     table = capsys.readouterr().out
-    verdicts = {line.split()[0]: line for line in table.splitlines() if line.startswith(("reference", "bug-", "variant-"))}
+    verdicts = {line.split()[0]: line for line in table.splitlines()
+                if line.startswith(("reference", "bug-", "variant-"))}
     assert "  ok  " in verdicts["reference"]
     assert "FAIL" in verdicts["bug-harmless"] and "part 1: 10" in verdicts["bug-harmless"]
     assert "FAIL" in verdicts["variant-not-really"]
     assert "2 passed, 2 failed" in table   # the handout and the reference pass
 
 
+@pytest.mark.slow
 def test_selfcheck_fails_when_the_handout_would_leak(tmp_path, monkeypatch):
     hidden = sorted(leaks.hidden_test_names())[0]
     monkeypatch.setattr(packaging, "STUDENT_README", f"Hint: the grader runs {hidden}.\n")
@@ -60,9 +62,8 @@ def test_handout_verdict_names_a_planted_leak(tmp_path):
 
 
 def row(status="graded", score=100.0, **parts):
-    return {"score": score, "tests": [],
-            "extra_data": {"gradebook_row": {"status": status, "message": "", **{f"part{p}": parts.get(f"part{p}", most)
-                                                                             for p, most in selfcheck.PART_POINTS.items()}}}}
+    points = {f"part{p}": parts.get(f"part{p}", most) for p, most in selfcheck.PART_POINTS.items()}
+    return {"score": score, "tests": [], "extra_data": {"gradebook_row": {"status": status, "message": "", **points}}}
 
 
 @pytest.mark.parametrize("case, results, ok", [

@@ -9,9 +9,12 @@ import nbformat
 import pytest
 
 from autograder.otter import engine_bridge
+from autograder.paths import REPO
 from autograder.samples import write_submission
-from autograder.stubs import GRADED_MODULES, REPO, generated_stubs
+from autograder.stubs import GRADED_MODULES, generated_stubs
 from student.submit import DEFAULT_ZIP, unimplemented
+
+pytestmark = pytest.mark.slow
 
 ALL_STUBBED = ["heads.split_heads", "heads.merge_heads", "masking.causal_mask", "masking.padding_mask",
                "masking.apply_mask", "masking.scaled_dot_product_attention", "multihead.MultiHeadAttention.__init__",

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from autograder.adversarial.expectations import Expectation
-from autograder.stubs import REPO, STUDENT_DIR
+from autograder.paths import REPO, STUDENT_DIR
 
 PAYLOADS = pathlib.Path(__file__).resolve().parent / "payloads"
 

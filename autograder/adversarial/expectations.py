@@ -7,7 +7,9 @@ import os
 import pathlib
 from dataclasses import dataclass
 
-PARTS = (1, 2, 3, 4, 5, 6)
+from grading_tests.scoring import PART_POINTS
+
+PARTS = tuple(PART_POINTS)
 EPSILON = 1e-6
 
 

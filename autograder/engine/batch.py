@@ -13,8 +13,8 @@ import time
 from autograder.engine import gradebook, isolation, submissions, worker
 from autograder.engine.pool import Job, Template
 from autograder.engine.progress import Progress
+from autograder.paths import REPO
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
 # Checked after closing the repository: each must be unreadable to a sandbox's user.
 SECRETS = (REPO / "grading_tests", REPO / "assignment", REPO / ".git")
 SAFETY_MARGIN = 120.0   # seconds past a worker's own deadline before the batch kills it

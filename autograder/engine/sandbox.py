@@ -18,8 +18,8 @@ import sys
 import torch
 
 from autograder.engine import isolation, protocol
+from autograder.paths import REPO
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
 GATEWAY_SOURCE = REPO / "grading_tests" / "gateway.py"
 EXECUTOR_NAME = "_sandbox_executor"
 PROJECT_PACKAGES = ("student", "grading_tests", "assignment", "autograder", "tests", "benchmarks", "examples")

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
 import sys
 
 from autograder.engine import isolation
+from autograder.paths import GRADING_DIR, REPO
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-GRADING_DIR = REPO / "grading_tests"
 OUTPUT_SHOWN = 2000   # characters of the submission's own printing shown in its feedback
 
 

@@ -50,15 +50,16 @@ def pack_folder(folder: pathlib.Path, zip_path: pathlib.Path, skip: set[str] = f
 
 
 def run_engine(paths, out: pathlib.Path, source_root, *, workers: int = 1,
-               timeout: float = GRADE_TIMEOUT_S) -> subprocess.CompletedProcess:
+               timeout: float = GRADE_TIMEOUT_S, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run the batch command `python -m autograder grade PATHS --out OUT` with the engine found in
     source_root (only that folder is importable: never the submission, never this checkout by accident).
-    Raises GradingFailed when it fails or runs past timeout."""
+    env: extra environment variables. Raises GradingFailed when it fails or runs past timeout."""
     source_root = pathlib.Path(source_root).resolve()
     if not (source_root / "autograder" / "grade_cli.py").is_file():
         raise GradingFailed(f"{source_root} holds no grading engine (autograder/grade_cli.py)")
-    command = [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out), "--workers", str(workers)]
-    env = {**os.environ, "PYTHONPATH": str(source_root), "PYTHONDONTWRITEBYTECODE": "1"}
+    command = [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
+               "--workers", str(workers)]
+    env = {**os.environ, **(env or {}), "PYTHONPATH": str(source_root), "PYTHONDONTWRITEBYTECODE": "1"}
     try:
         # cwd: an empty folder of ours, since `python -m` puts the working folder on the path.
         with tempfile.TemporaryDirectory(prefix="engine-cwd-") as cwd:
@@ -66,7 +67,8 @@ def run_engine(paths, out: pathlib.Path, source_root, *, workers: int = 1,
     except subprocess.TimeoutExpired as error:
         raise GradingFailed(f"the grading engine ran past {timeout:g} s") from error
     if proc.returncode != 0:
-        raise GradingFailed(f"the grading engine failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
+        log = (proc.stdout + proc.stderr)[-3000:]
+        raise GradingFailed(f"the grading engine failed (exit {proc.returncode}):\n{log}")
     return proc
 
 

@@ -15,9 +15,9 @@ import pathlib
 import re
 import zipfile
 
-from autograder.stubs import BEGIN, END, REFERENCE_DIR, REPO
+from autograder.paths import GRADING_DIR, REFERENCE_DIR, REPO
+from autograder.stubs import BEGIN, END
 
-GRADING_DIR = REPO / "grading_tests"
 PUBLIC_TESTS_DIR = REPO / "student" / "tests"
 # A solution line shorter than this (`return x`, `S = L`) says nothing about the solution.
 MIN_SOLUTION_LINE = 16
@@ -87,7 +87,7 @@ def _readable_text(name: str, data: bytes) -> str:
         notebook = nbformat.reads(text, as_version=4)
         parts = [cell.source for cell in notebook.cells]
         parts += [str(output) for cell in notebook.cells for output in cell.get("outputs", [])]
-        text = "\n".join(parts + [text])
+        text = "\n".join([*parts, text])
     return text
 
 

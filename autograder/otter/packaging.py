@@ -19,7 +19,8 @@ import tempfile
 import zipfile
 
 from autograder.otter import closure
-from autograder.stubs import GRADED_MODULES, REPO, STUDENT_DIR, generated_stubs
+from autograder.paths import REPO, STUDENT_DIR
+from autograder.stubs import GRADED_MODULES, generated_stubs
 from grading_tests.scoring import PART_POINTS
 
 MASTER_NOTEBOOK = REPO / "assignment" / "notebook" / "attention.ipynb"
@@ -31,8 +32,9 @@ PYTHON_VERSION = "3.11"
 PLUGIN = "autograder.otter.plugin.EngineGradingPlugin"   # the name otter imports (see plugin.py)
 
 # What of the repository goes into autograder.zip, next to otter's run_otter.py (on sys.path there).
-AUTOGRADER_SOURCES = ("autograder/__init__.py", "autograder/__main__.py", "autograder/otter/__init__.py",
-                      "autograder/otter/plugin.py", "autograder/otter/engine_bridge.py", "grading_tests")
+AUTOGRADER_SOURCES = ("autograder/__init__.py", "autograder/__main__.py", "autograder/paths.py",
+                      "autograder/otter/__init__.py", "autograder/otter/plugin.py", "autograder/otter/engine_bridge.py",
+                      "grading_tests")
 ENGINE_SOURCES = ("autograder/grade_cli.py", "autograder/engine")
 OUR_PACKAGES = ("autograder", "grading_tests", "student")
 BYTECODE = ("__pycache__", "*.pyc")
@@ -80,7 +82,8 @@ NOT_FOR_STUDENTS = {"ruff"}
 
 def student_requirements() -> str:
     """The repository's pins, with the CPU index first (the `+cpu` wheel wins on Linux)."""
-    lines = [line for line in _pinned_requirements() if line != CPU_INDEX and _package_name(line) not in NOT_FOR_STUDENTS]
+    lines = [line for line in _pinned_requirements()
+             if line != CPU_INDEX and _package_name(line) not in NOT_FOR_STUDENTS]
     return "\n".join([CPU_INDEX, *lines]) + "\n"
 
 

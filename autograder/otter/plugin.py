@@ -108,4 +108,5 @@ class EngineGradingPlugin(AbstractOtterPlugin):
         results._catastrophic_error = None
 
     def generate_report(self):
-        return f"Graded by the engine: {self.engine_results['score']:g} points.\n{self.engine_results.get('output', '')}"
+        results = self.engine_results
+        return f"Graded by the engine: {results['score']:g} points.\n{results.get('output', '')}"
