@@ -10,15 +10,7 @@ from __future__ import annotations
 import torch
 
 from grading_tests.gateway import CallOptions, CallResult, ModuleResult, ModuleSpec, StudentError
-
-# (atol, rtol) for comparing a result computed in this dtype with the float64 oracle.
-# Low-precision bounds are a few units in the last place of values of order 1.
-TOLERANCE = {
-    torch.float64: (1e-9, 1e-7),
-    torch.float32: (2e-5, 2e-4),
-    torch.float16: (1.5e-2, 1.5e-2),
-    torch.bfloat16: (6e-2, 6e-2),
-}
+from grading_tests.tolerance import Tolerance, as_float64, grading_tolerance, looks_like_float32_rounding
 
 
 def fail(message: str):
@@ -117,40 +109,58 @@ def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
-def expect_close(got, expected, what: str, *, dtype=None, atol=None, rtol=None, hints=()):
+def _fmt_pair(got: float, expected: float) -> tuple[str, str]:
+    """Both numbers with as many digits as it takes to see them differ (6 when they do at once)."""
+    for digits in (6, 10, 17):
+        shown = f"{got:.{digits}g}", f"{expected:.{digits}g}"
+        if shown[0] != shown[1]:
+            break
+    return shown
+
+
+def expect_close(got, expected, what: str, *, dtype=None, atol=None, rtol=None, tolerance: Tolerance | None = None,
+                 hints=()):
     """got (student, any float dtype) against expected (oracle, float64), same shape.
 
+    The tolerance is `tolerance`, else the grading tolerance of `dtype` (default: got's dtype) with
+    atol/rtol overriding its parts. The message names the tolerance that failed.
     hints: (text, fn) pairs; fn() returns the output of a known mistake (or None). The first
     mistake whose output matches got is named in the message.
     """
     expect_shape(got, expected.shape, what)
     if not got.is_floating_point():
         fail(f"{what} has dtype {got.dtype}, expected a floating-point tensor")
-    base_atol, base_rtol = TOLERANCE[dtype or got.dtype]
-    atol = base_atol if atol is None else atol
-    rtol = base_rtol if rtol is None else rtol
-    got64, exp64 = got.detach().to("cpu", torch.float64), expected.detach().to("cpu", torch.float64)
+    dtype = dtype or got.dtype
+    if tolerance is None:
+        base = grading_tolerance(dtype)
+        tolerance = Tolerance(base.atol if atol is None else atol, base.rtol if rtol is None else rtol)
+    got64, exp64 = as_float64(got), as_float64(expected)
     nan = torch.isnan(got64) & ~torch.isnan(exp64)
     if nan.any():
         where = _first_bad(nan)
         fail(f"{what} contains NaN (first at index {where}, {int(nan.sum())} in all), expected "
              f"{_fmt(exp64[where].item())} there. A row whose keys are all masked must give zeros: "
              f"softmax over only -inf is NaN")
-    error = (got64 - exp64).abs()
-    bad = error > atol + rtol * exp64.abs()
-    bad |= torch.isinf(got64) & ~torch.isinf(exp64)
+    bad = tolerance.violations(got64, exp64)
     if not bad.any():
         return
     where = _first_bad(bad)
+    error = (got64 - exp64).abs()
     finite = error[torch.isfinite(error)]
+    shown_got, shown_expected = _fmt_pair(got64[where].item(), exp64[where].item())
     message = (f"{what} is wrong at {int(bad.sum())} of {bad.numel()} entries; first at index {where}: "
-               f"got {_fmt(got64[where].item())}, expected {_fmt(exp64[where].item())}; "
-               f"max abs error {_fmt(finite.max().item() if finite.numel() else float('inf'))}")
-    hint = matching_hint(got64, hints, atol, rtol)
+               f"got {shown_got}, expected {shown_expected}; "
+               f"max abs error {_fmt(finite.max().item() if finite.numel() else float('inf'))} "
+               f"(allowed: |got - expected| <= atol + rtol * |expected| with {tolerance.describe()})")
+    if looks_like_float32_rounding(got64, exp64, dtype):
+        fail(message + ". Hint: the error is the size of float32 rounding: float64 inputs must be computed in "
+             "float64 throughout (no .float(), no dtype=torch.float32 in the softmax); only float16 and "
+             "bfloat16 may be computed in float32")
+    hint = matching_hint(got64, hints, tolerance)
     fail(message + (f". Hint: {hint}" if hint else ""))
 
 
-def matching_hint(got64, hints, atol, rtol):
+def matching_hint(got64, hints, tolerance: Tolerance):
     for text, make in hints:
         try:
             candidate = make()
@@ -161,7 +171,7 @@ def matching_hint(got64, hints, atol, rtol):
         if candidate is None or tuple(candidate.shape) != tuple(got64.shape):
             continue
         candidate = torch.nan_to_num(candidate.to(torch.float64), nan=0.0)
-        if torch.allclose(torch.nan_to_num(got64, nan=0.0), candidate, atol=atol, rtol=rtol):
+        if not tolerance.violations(torch.nan_to_num(got64, nan=0.0), candidate).any():
             return text
     return None
 

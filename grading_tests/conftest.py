@@ -64,9 +64,10 @@ class PointsRecorder:
         if item_marks is None:
             return
         part, weight = item_marks
-        outcome = self.outcomes.setdefault(report.nodeid, TestOutcome(report.nodeid.split("::", 1)[-1], part, weight, "passed"))
+        name = report.nodeid.split("::", 1)[-1]
+        outcome = self.outcomes.setdefault(report.nodeid, TestOutcome(name, part, weight, "passed"))
         if report.skipped and report.when in ("setup", "call"):
-            outcome.status, outcome.message = "skipped", str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else ""
+            outcome.status, outcome.message = "skipped", _skip_reason(report)
         elif report.failed and outcome.status != "failed":
             outcome.status, outcome.message = "failed", _short_failure(report)
 
@@ -89,6 +90,12 @@ class PointsRecorder:
         if path:
             with open(path, "w") as handle:
                 json.dump(gradescope_results(self.report()), handle, indent=1)
+
+
+def _skip_reason(report) -> str:
+    """pytest.skip's reason as given (pytest's longrepr prefixes it with "Skipped: ")."""
+    reason = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else ""
+    return reason.removeprefix("Skipped: ")
 
 
 def _short_failure(report) -> str:

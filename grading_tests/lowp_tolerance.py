@@ -34,10 +34,8 @@ import torch.nn.functional as F
 from grading_tests import oracle
 from grading_tests.checks import expect_close, run_module
 from grading_tests.gateway import SDPA_BACKENDS, CallOptions, ModuleSpec, restricting_sdpa
+from grading_tests.tolerance import Tolerance, as_float64, floor_tolerance
 
-# torch.testing's defaults, the floors PyTorch's SDPA tests use (test_transformers.py).
-DEFAULT_ATOL = {torch.float16: 1e-3, torch.bfloat16: 1e-3, torch.float32: 1e-5, torch.float64: 1e-7}
-DEFAULT_RTOL = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1.3e-6, torch.float64: 1e-7}
 RTOL_FLOOR_SCALE = 0.1
 # PyTorch fudges fused-kernel gradients by 1.5 (queries) up to 12 (keys); a student's code may order
 # its operations differently from the low-precision reference, so both get more room. Real bugs
@@ -48,21 +46,10 @@ GRAD_FUDGE = 8.0
 BACKENDS = tuple(SDPA_BACKENDS)   # flash, efficient, cudnn, math
 
 
-@dataclass(frozen=True)
-class Tolerance:
-    atol: float
-    rtol: float
-
-    def violations(self, got: torch.Tensor, golden: torch.Tensor) -> torch.Tensor:
-        """Bool mask of the entries outside atol + rtol * |golden| (NaN counts as outside)."""
-        got64, golden64 = got.detach().to("cpu", torch.float64), golden.detach().to("cpu", torch.float64)
-        return ~((got64 - golden64).abs() <= self.atol + self.rtol * golden64.abs())
-
-
 def derive_tolerance(golden: torch.Tensor, low: torch.Tensor, fudge: float = 1.0) -> Tolerance:
     """atol/rtol from the low-precision reference's error against golden (PyTorch's get_tolerances)."""
     dtype = low.dtype
-    golden64, low64 = golden.detach().to("cpu", torch.float64), low.detach().to("cpu", torch.float64)
+    golden64, low64 = as_float64(golden), as_float64(low)
     deviation = (golden64 - low64).abs()
     atol = deviation.max().item() if deviation.numel() else 0.0
     magnitude = golden64.abs()
@@ -70,7 +57,8 @@ def derive_tolerance(golden: torch.Tensor, low: torch.Tensor, fudge: float = 1.0
     rtol = (deviation[big] / magnitude[big]).max().item() if big.any() and magnitude.max() > 0 else 0.0
     if not math.isfinite(atol) or not math.isfinite(rtol):
         raise ValueError(f"the {dtype} reference is not finite: these inputs overflow {dtype}")
-    return Tolerance(atol=fudge * max(atol, DEFAULT_ATOL[dtype]), rtol=fudge * max(rtol, DEFAULT_RTOL[dtype]))
+    floor = floor_tolerance(dtype)
+    return Tolerance(atol=fudge * max(atol, floor.atol), rtol=fudge * max(rtol, floor.rtol))
 
 
 # ---------------------------------------------------------------- the inputs
@@ -133,27 +121,8 @@ def make_inputs(case: Case, dtype: torch.dtype, seed: int = 6) -> Inputs:
 # ---------------------------------------------------------------- the two references
 
 def low_precision_mha(state, num_heads, x, context=None, padding_mask=None, is_causal=False):
-    """MultiHeadAttention.forward written plainly, in the inputs' dtype and on their device."""
-    def project(t, name):
-        return F.linear(t, state[f"{name}.weight"], state.get(f"{name}.bias"))
-
-    source = x if context is None else context
-    (B, L, E), S = x.shape, source.shape[1]
-    D = E // num_heads
-
-    def heads(t):
-        return t.reshape(B, -1, num_heads, D).transpose(1, 2)
-
-    q, k, v = heads(project(x, "q_proj")), heads(project(source, "k_proj")), heads(project(source, "v_proj"))
-    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))
-    visible = torch.ones(L, S, dtype=torch.bool, device=x.device)
-    if is_causal:
-        visible = visible.tril()
-    if padding_mask is not None:
-        visible = visible & padding_mask[:, None, None, :]
-    weights = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
-    weights = torch.where(visible.any(-1, keepdim=True), weights, torch.zeros((), dtype=weights.dtype, device=x.device))
-    return project((weights @ v).transpose(1, 2).reshape(B, L, E), "out_proj")
+    """The oracle's multi-head attention computed plainly in the inputs' dtype and on their device."""
+    return oracle.mha(state, num_heads, x, context, padding_mask, is_causal, dtype=x.dtype, device=x.device)
 
 
 @dataclass(frozen=True)
@@ -248,7 +217,7 @@ def check_agreement(result, case: Case, inputs: Inputs, expected: Expected, what
 
 
 def _close(got, golden, tolerance: Tolerance, what, hints=()):
-    expect_close(got, golden, what, atol=tolerance.atol, rtol=tolerance.rtol, hints=hints)
+    expect_close(got, golden, what, tolerance=tolerance, hints=hints)
 
 
 def mha_hints(case: Case, inputs: Inputs):
@@ -271,12 +240,9 @@ def backend_problem(name: str, case: Case, dtype: torch.dtype, device: str) -> s
     q = torch.randn(B, H, L, D, device=device, dtype=dtype, requires_grad=True)
     k = torch.randn(B, H, S, D, device=device, dtype=dtype, requires_grad=True)
     v = torch.randn(B, H, S, D, device=device, dtype=dtype, requires_grad=True)
-    mask, is_causal = None, case.is_causal
-    if case.key_lengths is not None:
-        mask = oracle.expand(oracle.padding(case.key_lengths, S), L)
-        if is_causal:
-            mask, is_causal = mask & oracle.causal(L, S), False
-        mask = mask.to(device)
+    padding = None if case.key_lengths is None else oracle.padding(case.key_lengths, S)
+    mask, is_causal = oracle.sdpa_arguments(padding, case.is_causal, L, S)
+    mask = None if mask is None else mask.to(device)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:

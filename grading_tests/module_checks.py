@@ -4,19 +4,22 @@ from __future__ import annotations
 import torch
 
 from grading_tests import oracle
-from grading_tests.checks import expect_close, expect_dtype, expect_shape, fail, randn, run_module
+from grading_tests.checks import expect_close, expect_dtype, expect_shape, expect_tensor, fail, randn, run_module
 from grading_tests.gateway import CallOptions, ModuleSpec
+from grading_tests.placement import run_module_placed
 
-# (B, L, S or None for self-attention, E, H, lengths or None, is_causal, bias)
+# (B, L, S or None for self-attention, E, H, lengths or None, is_causal, bias). Only "no-bias" has
+# bias=False, so a module that ignores `bias` fails the tests about bias, not every test.
 MODULE_CASES = {
     "self": (2, 5, None, 12, 3, None, False, True),
     "self-causal": (2, 6, None, 12, 4, None, True, True),
     "self-padding": (3, 7, None, 12, 2, [7, 3, 5], False, True),
     "self-causal-padding": (3, 8, None, 21, 3, [8, 4, 6], True, True),   # D = 7
     "cross": (2, 4, 7, 12, 3, None, False, True),
-    "cross-padding": (3, 5, 9, 10, 5, [9, 2, 6], False, False),          # D = 2, no bias
+    "cross-padding": (3, 5, 9, 10, 5, [9, 2, 6], False, True),           # D = 2
     "one-query-one-head": (2, 1, 6, 7, 1, [6, 1], False, True),
     "long-odd": (1, 31, None, 14, 2, [31], True, True),
+    "no-bias": (2, 6, 5, 12, 4, [5, 3], False, False),
 }
 
 
@@ -53,21 +56,39 @@ def expected_output(init_kwargs, state, forward):
                       forward.get("padding_mask"), forward.get("is_causal", False))
 
 
+def module_spec(init_kwargs, state, forward, *, fused=False, dtype=None, training=False) -> ModuleSpec:
+    init = {**init_kwargs, "fused": True} if fused else dict(init_kwargs)
+    return ModuleSpec(init_kwargs=init, state_dict=state, forward_kwargs=forward, dtype=dtype, training=training)
+
+
+def module_output(student, init_kwargs, state, forward, *, fused=False, options=CallOptions(), training=False):
+    """The student's forward output, values unchecked (for the tests of other properties)."""
+    spec = module_spec(init_kwargs, state, forward, fused=fused, training=training)
+    return expect_tensor(run_module(student, spec, options).output,
+                         f"the output of {describe_forward(init_kwargs, forward, fused, training)}")
+
+
+def expect_same_output(got, reference, what: str, why: str):
+    """The same module run two ways must give the same numbers (float32 rounding apart)."""
+    expect_shape(got, reference.shape, what)
+    if not torch.allclose(got.double(), reference.double(), atol=1e-5, rtol=1e-4, equal_nan=True):
+        error = (got.double() - reference.double()).abs().nan_to_num(nan=float("inf")).max().item()
+        fail(f"{what} differs from {why} (max abs difference {error:.3g})")
+
+
 def check_module(student, init_kwargs, state, forward, *, fused=False, options=CallOptions(), dtype=None,
                  training=False):
     """Build, load the weights, run forward once and compare with the oracle; returns the ModuleResult."""
-    init = {**init_kwargs, "fused": fused} if fused else dict(init_kwargs)
-    spec = ModuleSpec(init_kwargs=init, state_dict=state, forward_kwargs=forward, dtype=dtype, training=training)
+    spec = module_spec(init_kwargs, state, forward, fused=fused, dtype=dtype, training=training)
     result = run_module(student, spec, options)
     what = describe_forward(init_kwargs, forward, fused, training)
     x, context = forward["x"], forward.get("context")
     if context is not None and result.output is not None and result.output.shape == context.shape != x.shape:
         fail(f"the output of {what} has shape {tuple(result.output.shape)}, the shape of the context, expected "
-             f"{tuple(x.shape)}. Hint: cross-attention roles swapped? Queries come from x, keys and values from context")
+             f"{tuple(x.shape)}. Hint: cross-attention roles swapped? Queries come from x, keys and values from "
+             f"context")
     expect_shape(result.output, x.shape, f"the output of {what}")
     expect_dtype(result.output, x.dtype, f"the output of {what}")
-    if options.device == "meta":
-        return result
     hints = oracle.mha_mistakes(state, init_kwargs["num_heads"], x, forward.get("context"),
                                 forward.get("padding_mask"), forward.get("is_causal", False))
     expect_close(result.output, expected_output(init_kwargs, state, forward), f"the output of {what}", hints=hints)
@@ -80,15 +101,15 @@ def check_gradients(student, case, seed, *, fused=False):
     init_kwargs, state, forward = case_inputs(case, seed, dtype=f64)
     state = {k: v.to(f64) for k, v in state.items()}
     upstream = randn(*forward["x"].shape, seed=seed + 5, dtype=f64)
-    result = check_module(student, init_kwargs, state, forward, fused=fused,
-                          options=CallOptions(grad_outputs=(upstream,)), dtype=f64)
+    spec = module_spec(init_kwargs, state, forward, fused=fused, dtype=f64)
+    result = run_module(student, spec, CallOptions(grad_outputs=(upstream,)))
     leaves = {k: v.clone().requires_grad_(True) for k, v in state.items()}
     inputs = {k: (v.clone().requires_grad_(True) if isinstance(v, torch.Tensor) and v.is_floating_point() else v)
               for k, v in forward.items()}
     out = oracle.mha(leaves, init_kwargs["num_heads"], inputs["x"], inputs.get("context"),
                      inputs.get("padding_mask"), inputs.get("is_causal", False))
     wanted = {**{k: v for k, v in inputs.items() if isinstance(v, torch.Tensor) and v.requires_grad}, **leaves}
-    grads = dict(zip(wanted, torch.autograd.grad(out, list(wanted.values()), upstream)))
+    grads = dict(zip(wanted, torch.autograd.grad(out, list(wanted.values()), upstream), strict=True))
     got = {**(result.input_grads or {}), **(result.param_grads or {})}
     for name, expected in grads.items():
         if got.get(name) is None:
@@ -101,20 +122,28 @@ def check_dropout_rate(student, *, fused, p=0.3, seed=3):
     """Make the output equal the dropped attention weights, then count the zeros.
 
     With q_proj = 0 every score is 0, so the weights are uniform, 1/S. With the context the
-    identity and v_proj, out_proj the identity (one head, no bias), out[b, i] = weights[b, i].
+    identity and v_proj, out_proj the identity (one head, zero biases), out[b, i] = weights[b, i].
+    The survivors are compared with the same module's output in eval mode, so only dropout is judged.
     """
     E = S = 16
     B, L = 4, 64
     eye = torch.eye(E)
     state = {"q_proj.weight": torch.zeros(E, E), "k_proj.weight": eye.clone(), "v_proj.weight": eye.clone(),
-             "out_proj.weight": eye.clone()}
+             "out_proj.weight": eye.clone(), **{f"{name}.bias": torch.zeros(E) for name in ("q_proj", "k_proj",
+                                                                                              "v_proj", "out_proj")}}
     forward = {"x": randn(B, L, E, seed=400), "context": eye.expand(B, S, E).clone()}
-    init = {"embed_dim": E, "num_heads": 1, "bias": False, "dropout": p, **({"fused": True} if fused else {})}
-    what = f"MultiHeadAttention(16, 1, bias=False, dropout={p}{', fused=True' if fused else ''}) in training mode"
+    init = {"embed_dim": E, "num_heads": 1, "dropout": p, **({"fused": True} if fused else {})}
+    what = f"MultiHeadAttention(16, 1, dropout={p}{', fused=True' if fused else ''}) in training mode"
     spec = ModuleSpec(init_kwargs=init, state_dict=state, forward_kwargs=forward, training=True)
-    out = run_module(student, spec, CallOptions(seed=seed)).output.double()
+    out = expect_tensor(run_module(student, spec, CallOptions(seed=seed)).output, f"the output of {what}").double()
     expect_shape(out, (B, L, E), f"the output of {what}")
-    kept_value = 1 / (S * (1 - p))
+    eval_spec = ModuleSpec(init_kwargs=init, state_dict=state, forward_kwargs=forward, training=False)
+    evaluated = run_module(student, eval_spec, CallOptions(seed=seed)).output.double()
+    eval_what = what.replace("training", "eval")
+    expect_shape(evaluated, (B, L, E), f"the output of {eval_what}")
+    dropped_in_eval = int((evaluated.abs() < 1e-6).sum())
+    if dropped_in_eval:
+        fail(f"{eval_what} zeroed {dropped_in_eval} attention weights: drop weights only when self.training is True")
     dropped = out.abs() < 1e-6
     rate = dropped.double().mean().item()
     if not p - 0.05 <= rate <= p + 0.05:
@@ -125,17 +154,11 @@ def check_dropout_rate(student, *, fused, p=0.3, seed=3):
             extra = " (did you pass the keep probability 1 - p?)"
         fail(f"{what} dropped {rate:.1%} of the attention weights, expected about {p:.0%}{extra}")
     survivors = out[~dropped]
-    expected = torch.full_like(survivors, kept_value)
-    expect_close(survivors, expected, f"the surviving attention weights of {what}", dtype=torch.float32,
+    expect_close(survivors, evaluated[~dropped] / (1 - p),
+                 f"the surviving attention weights of {what}, against the same weights in eval mode",
+                 dtype=torch.float32,
                  hints=[("the survivors were not divided by 1 - dropout (F.dropout rescales them)",
-                         lambda: torch.full_like(survivors, 1 / S))])
-    # Anti-fabrication: the same module in eval mode gives the exact uniform weights.
-    eval_spec = ModuleSpec(init_kwargs=init, state_dict=state, forward_kwargs=forward, training=False)
-    evaluated = run_module(student, eval_spec, CallOptions(seed=seed)).output
-    expect_close(evaluated, torch.full((B, L, E), 1 / S, dtype=torch.float64),
-                 what.replace("training", "eval") + " (no dropout outside training)",
-                 hints=[("matches dropout in eval mode: drop weights only when self.training is True",
-                         lambda: out)])
+                         lambda: evaluated[~dropped])])
 
 
 def lesson_state():
@@ -160,3 +183,29 @@ def check_lesson(student, *, fused):
         expect_close(result.output[0], printed, f"{'causal ' if is_causal else ''}self-attention of the lesson",
                      atol=2e-3, rtol=0)
 
+
+def check_no_dropout_in_eval_mode(student, *, fused, seed):
+    """dropout=0.5 in eval mode gives what dropout=0.0 gives: the same module's numbers, whatever they are."""
+    init_kwargs, state, forward = case_inputs("self-padding", seed)
+    dropping = {**init_kwargs, "dropout": 0.5}
+    got = module_output(student, dropping, state, forward, fused=fused, options=CallOptions(seed=1))
+    plain = module_output(student, init_kwargs, state, forward, fused=fused, options=CallOptions(seed=2))
+    expect_same_output(got, plain, f"the output of {describe_forward(dropping, forward, fused)} in eval mode",
+                       "the same module with dropout=0.0: outside training no weight may be dropped")
+
+
+def check_no_nan_for_an_empty_sequence(student, case, seed, lengths, *, fused):
+    init_kwargs, state, forward = case_inputs(case, seed)
+    forward["padding_mask"] = oracle.padding(lengths, len(forward["padding_mask"][0]))
+    output = module_output(student, init_kwargs, state, forward, fused=fused)
+    nan = torch.isnan(output.double())
+    if nan.any():
+        fail(f"the output of {describe_forward(init_kwargs, forward, fused)} with padding lengths {lengths} has "
+             f"{int(nan.sum())} NaN entries: a query with no real key gets all-zero weights, never NaN")
+
+
+def check_placement(student, seed, *, fused):
+    for case in ("self-causal-padding", "cross-padding"):
+        init_kwargs, state, forward = case_inputs(case, seed)
+        spec = module_spec(init_kwargs, state, forward, fused=fused)
+        run_module_placed(student, spec, describe_forward(init_kwargs, forward, fused))

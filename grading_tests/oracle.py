@@ -1,15 +1,19 @@
 """The trusted answers: attention written from the math, in float64, on the grader's side.
 
 Nothing here imports the student package or the reference solution. Every function
-takes the grader's own copies of the inputs and returns float64 (or bool) CPU tensors.
-`MISTAKES` computes the outputs of common wrong solutions, so a failure message can
-say which mistake the student's numbers match.
+takes the grader's own copies of the inputs and returns float64 (or bool) CPU tensors,
+except that `mha`, the one multi-head oracle, also computes in another dtype, on another
+device or with torch's SDPA as its attention step (the GPU checks and Part 6 use these).
+`visible` is the one place where a mask and the causal mask are folded together.
+The *_MISTAKES tables compute the outputs of common wrong solutions, so a failure message
+can say which mistake the student's numbers match.
 """
 from __future__ import annotations
 
 import math
 
 import torch
+import torch.nn.functional as F
 
 F64 = torch.float64
 
@@ -43,23 +47,42 @@ def expand(mask, num_queries):
 
 
 def visible(mask, is_causal, L, S):
-    """The effective bool mask (broadcastable to (..., L, S)) or None."""
-    if is_causal:
-        mask = causal(L, S) if mask is None else mask.cpu() & causal(L, S)
-    return mask
+    """The effective bool mask (broadcastable to (..., L, S)) or None: the given mask, folded with the
+    causal mask when is_causal (a key is visible only when both allow it). The one place the suite
+    combines the two."""
+    if not is_causal:
+        return mask
+    causal_mask = causal(L, S)
+    if mask is None:
+        return causal_mask
+    return mask & causal_mask.to(mask.device)
 
 
-def attention(q, k, v, mask=None, is_causal=False, scale=None):
-    """(output, weights) of scaled dot-product attention; rows with no visible key are zero."""
-    s = scores(q, k, scale)
-    mask = visible(mask, is_causal, s.shape[-2], s.shape[-1])
+def attend(q, k, v, mask=None, scale=None):
+    """The attention step written out, in the dtype and on the device of q, k, v: (output, weights).
+
+    mask: None or bool, broadcastable to (..., L, S), True = may attend. A masked score becomes the
+    dtype's most negative value and its weight exactly 0; a row with no visible key gets zero weights.
+    """
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    s = torch.matmul(q, k.transpose(-2, -1)) * scale
     if mask is None:
         weights = torch.softmax(s, dim=-1)
     else:
-        mask = mask.cpu().expand_as(s)
-        s = s.masked_fill(~mask, torch.finfo(F64).min)
-        weights = torch.softmax(s, dim=-1) * mask * mask.any(dim=-1, keepdim=True)
-    return weights @ _f64(v), weights
+        mask = mask.to(s.device).expand_as(s)
+        s = s.masked_fill(~mask, torch.finfo(s.dtype).min)
+        weights = torch.softmax(s, dim=-1) * (mask & mask.any(dim=-1, keepdim=True))
+    return torch.matmul(weights, v), weights
+
+
+def attention(q, k, v, mask=None, is_causal=False, scale=None):
+    """(output, weights) of scaled dot-product attention in float64; rows with no visible key are zero."""
+    q, k, v = _f64(q), _f64(k), _f64(v)
+    return attend(q, k, v, visible(_cpu(mask), is_causal, q.shape[-2], k.shape[-2]), scale)
+
+
+def _cpu(mask):
+    return None if mask is None else mask.cpu()
 
 
 def split(x, num_heads):
@@ -77,23 +100,45 @@ def merge(x):
 
 # ---------------------------------------------------------------- Part 5: the module
 
-def linear(x, state, name):
-    out = x @ state[f"{name}.weight"].T
-    bias = state.get(f"{name}.bias")
-    return out if bias is None else out + bias
+def sdpa_step(q, k, v, mask=None, scale=None):
+    """The attention step through torch's own F.scaled_dot_product_attention, for mha(attend=...)."""
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale), None
 
 
-def mha(state, num_heads, x, context=None, padding_mask=None, is_causal=False, scale=None):
-    """MultiHeadAttention.forward in float64 from a state_dict of the four projections."""
-    state = {key: _f64(value) for key, value in state.items()}
-    x = _f64(x)
-    source = x if context is None else _f64(context)
-    q = split(linear(x, state, "q_proj"), num_heads)
-    k = split(linear(source, state, "k_proj"), num_heads)
-    v = split(linear(source, state, "v_proj"), num_heads)
-    mask = None if padding_mask is None else expand(padding_mask.cpu(), x.shape[1])
-    heads, _ = attention(q, k, v, mask, is_causal, scale)
-    return linear(merge(heads), state, "out_proj")
+def mha(state, num_heads, x, context=None, padding_mask=None, is_causal=False, scale=None, *,
+        dtype=F64, device="cpu", attend=attend):
+    """MultiHeadAttention.forward from a state_dict of the four projections: the one multi-head oracle.
+
+    Computes in `dtype` on `device` (default: float64 on the CPU, the golden answer); autograd flows to
+    tensors in state, x and context that require grad. `attend(q, k, v, mask, scale) -> (heads, _)`
+    is the attention step on (B, H, L, D) heads with the folded bool mask: the math written out
+    (default) or torch's SDPA (sdpa_step). scale None means each head's 1/sqrt(D).
+    """
+    state = {key: value.to(device, dtype) for key, value in state.items()}
+    x = x.to(device, dtype)
+    source = x if context is None else context.to(device, dtype)
+    (B, L, E), S = x.shape, source.shape[1]
+    D = E // num_heads
+
+    def project(t, name):
+        return F.linear(t, state[f"{name}.weight"], state.get(f"{name}.bias"))
+
+    def heads(t):
+        return t.reshape(B, -1, num_heads, D).transpose(1, 2)
+
+    q, k, v = heads(project(x, "q_proj")), heads(project(source, "k_proj")), heads(project(source, "v_proj"))
+    expanded = None if padding_mask is None else expand(padding_mask.cpu(), L)
+    mask = visible(expanded, is_causal, L, S)
+    out, _ = attend(q, k, v, None if mask is None else mask.to(device), scale)
+    return project(out.transpose(1, 2).reshape(B, L, E), "out_proj")
+
+
+def sdpa_arguments(padding_mask, is_causal, L, S):
+    """(attn_mask, is_causal) that a correct fused path hands to F.scaled_dot_product_attention: the
+    expanded padding mask folded with the causal mask when there is padding, else is_causal alone."""
+    if padding_mask is None:
+        return None, is_causal
+    return visible(expand(padding_mask.cpu(), L), is_causal, L, S), False
 
 
 def random_state(embed_dim, bias=True, seed=0):

@@ -1,13 +1,17 @@
-"""Points: every test belongs to one part; the parts sum to 100.
+"""Points: every test belongs to one part; the parts sum to 100. Also the feedback's summary.
 
 A test carries `@pytest.mark.part(N)` and optionally `@pytest.mark.weight(W)` (default 1).
 A part's points are shared among its tests that ran, in proportion to their weights;
-a skipped test (a CUDA test on a machine without a GPU) is worth 0 and does not count,
-so the total is 100 on every machine and a correct submission always scores 100.
+a skipped test (a CUDA test on a machine without a GPU, an inconclusive device check) is
+worth 0 and does not count, so the total is 100 on every machine and a correct submission
+always scores 100.
+
+The summary names the root of a cascade: a part whose functions other parts call (PART_USES)
+fails, and so do parts that call it, so the student fixes the root first.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 PART_POINTS = {1: 10, 2: 30, 3: 10, 4: 10, 5: 25, 6: 15}
 # Titles as in student/parts.py (a project test keeps the two equal). The trusted side
@@ -20,6 +24,10 @@ PART_TITLES = {
     5: "Multi-head and cross-attention",
     6: "Parity with PyTorch's fused SDPA",
 }
+# The parts whose graded functions each part's code calls (as the reference does: attention
+# scales with scaled_scores; the module splits, merges, masks and attends; the fused path is
+# the module's forward with another attention step).
+PART_USES = {1: (), 2: (1,), 3: (), 4: (), 5: (1, 2, 3, 4), 6: (2, 3, 4, 5)}
 MESSAGE_LIMIT = 1000  # characters of a failure message shown to the student
 
 
@@ -66,6 +74,34 @@ def score_outcomes(outcomes: list[TestOutcome]) -> Report:
     return Report(outcomes, part_scores, part_max)
 
 
+def parts_using(part: int) -> set[int]:
+    """Every part that calls `part`'s functions, directly or through another part."""
+    users = {user for user, used in PART_USES.items() if part in used}
+    for user in list(users):
+        users |= parts_using(user)
+    return users
+
+
+def _listed(parts) -> str:
+    names = [str(p) for p in sorted(parts)]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def cascade_notes(report: Report) -> list[str]:
+    """'Part 3 fails; Parts 5 and 6 use it: fix it first.' for every failing part that failing parts build on,
+    unless it builds on a failing part itself (then that one is the root to name)."""
+    failing = {o.part for o in report.tests if o.status == "failed"}
+    notes = []
+    for part in sorted(failing):
+        users = parts_using(part) & failing
+        builds_on_failing = any(part in parts_using(other) for other in failing if other != part)
+        if users and not builds_on_failing:
+            plural = "s" if len(users) > 1 else ""
+            notes.append(f"Part {part} ({PART_TITLES[part]}) fails; Part{plural} {_listed(users)} "
+                         f"use{'' if plural else 's'} it: fix it first, their failures may come from it.")
+    return notes
+
+
 def clip_message(text: str) -> str:
     text = text.strip()
     return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT] + " [...]"
@@ -86,13 +122,12 @@ def gradescope_results(report: Report, extra_output: str = "") -> dict:
             "visibility": "visible",
         })
     lines = [f"Part {p} {PART_TITLES[p]}: {report.part_scores[p]:g} / {report.part_max[p]:g}" for p in PART_POINTS]
+    notes = cascade_notes(report)
+    summary = "\n".join(lines) + ("\n\n" + "\n".join(notes) if notes else "")
     return {
         "score": report.score,
-        "output": "\n".join(lines) + (f"\n\n{extra_output}" if extra_output else ""),
+        "output": summary + (f"\n\n{extra_output}" if extra_output else ""),
         "tests": tests,
         "visibility": "visible",
     }
 
-
-def outcome_dicts(report: Report) -> list[dict]:
-    return [asdict(o) for o in report.tests]

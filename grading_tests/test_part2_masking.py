@@ -5,8 +5,8 @@ import torch
 from grading_tests import oracle
 from grading_tests.checks import (
     call,
+    describe_call,
     expect_close,
-    expect_devices,
     expect_dtype,
     expect_equal,
     expect_pair,
@@ -16,6 +16,7 @@ from grading_tests.checks import (
     randn,
 )
 from grading_tests.gateway import CallOptions
+from grading_tests.placement import call_placed
 
 pytestmark = pytest.mark.part(2)
 
@@ -50,12 +51,7 @@ def test_causal_mask_values(student, L, S):
 
 
 def test_causal_mask_on_the_requested_device(student):
-    result = call(student, "causal_mask", 3, 5, device="meta")
-    expect_devices(result, "meta", "causal_mask(3, 5, device='meta')")
-    expect_shape(result.value, (3, 5), "causal_mask(3, 5, device='meta')")
-    expect_dtype(result.value, torch.bool, "causal_mask(3, 5, device='meta')")
-    cpu = call(student, "causal_mask", 3, 5)
-    expect_equal(cpu.value, oracle.causal(3, 5), "causal_mask(3, 5)", hints=causal_hints(3, 5))
+    call_placed(student, "causal_mask", 3, 5, device_argument=True)
 
 
 # ---------------------------------------------------------------- padding_mask
@@ -89,15 +85,11 @@ def test_padding_mask_values(student, lengths, max_len, as_tensor):
 
 
 def test_padding_mask_on_the_lengths_device(student):
-    lengths = torch.tensor([2, 4, 1])
-    result = call(student, "padding_mask", lengths, max_len=5, options=CallOptions(device="meta"))
-    expect_devices(result, "meta", "padding_mask(lengths on meta, max_len=5)")
-    expect_shape(result.value, (3, 5), "padding_mask(lengths on meta, max_len=5)")
-    asked = call(student, "padding_mask", [2, 4, 1], max_len=5, device="meta")
-    expect_devices(asked, "meta", "padding_mask([2, 4, 1], max_len=5, device='meta')")
-    cpu = call(student, "padding_mask", lengths, max_len=5)
-    expect_equal(cpu.value, oracle.padding([2, 4, 1], 5), "padding_mask([2, 4, 1], max_len=5)",
-                 hints=padding_hints([2, 4, 1], 5))
+    call_placed(student, "padding_mask", torch.tensor([2, 4, 1]), max_len=5)
+
+
+def test_padding_mask_on_the_requested_device(student):
+    call_placed(student, "padding_mask", [2, 4, 1], max_len=5, device_argument=True)
 
 
 # ---------------------------------------------------------------- apply_mask
@@ -152,16 +144,11 @@ def test_apply_mask_without_mask_returns_the_scores(student):
 
 def test_apply_mask_does_not_modify_its_inputs(student):
     scores, mask = randn(2, 3, 4, seed=35), randn(3, 4, seed=36) > 0
-    result = check_apply_mask(student, scores, mask)
-    expect_unmodified(result, "apply_mask", ["scores", "mask"])
+    expect_unmodified(call(student, "apply_mask", scores, mask), "apply_mask", ["scores", "mask"])
 
 
 def test_apply_mask_on_the_inputs_device(student):
-    scores, mask = randn(2, 3, 4, seed=37), randn(3, 4, seed=38) > 0
-    result = call(student, "apply_mask", scores, mask, options=CallOptions(device="meta"))
-    expect_devices(result, "meta", "apply_mask")
-    expect_shape(result.value, (2, 3, 4), "apply_mask on the meta device")
-    check_apply_mask(student, scores, mask)
+    call_placed(student, "apply_mask", randn(2, 3, 4, seed=37), randn(3, 4, seed=38) > 0)
 
 
 # ---------------------------------------------------------------- scaled_dot_product_attention
@@ -195,6 +182,13 @@ def check_attention(student, q, k, v, mask=None, *, is_causal=False, scale=None,
     expect_close(output, expected_output, f"the output of {what}",
                  hints=attention_hints(q, k, v, mask, is_causal, scale, 0))
     return result
+
+
+def attend(student, q, k, v, mask=None, **kwargs):
+    """The student's (output, weights) for one call, values unchecked (for tests of other properties)."""
+    args = (q, k, v) if mask is None else (q, k, v, mask)
+    result = call(student, SDPA, *args, **kwargs)
+    return expect_pair(result.value, describe_call(SDPA, args, kwargs))
 
 
 def lesson(values):
@@ -237,7 +231,11 @@ def test_lesson_broadcast_of_queries_over_key_batches(student):
 
 
 def _mask(shape, seed):
-    return randn(*shape, seed=seed) > -0.5
+    """A random mask that leaves key 0 visible, so no row is empty, even under a causal mask (the
+    tests named for empty rows make their own)."""
+    mask = randn(*shape, seed=seed) > -0.5
+    mask[..., 0] = True
+    return mask
 
 
 # (q, k, v shapes, mask shape or None, is_causal, scale)
@@ -269,13 +267,13 @@ def test_gradients_agree_with_float64_math(student, is_causal, with_mask):
     q, k, v = randn(2, 5, 6, seed=50, dtype=f64), randn(2, 5, 6, seed=51, dtype=f64), randn(2, 5, 3, seed=52, dtype=f64)
     mask = _mask((2, 5, 5), 53) if with_mask else None
     grad_out, grad_w = randn(2, 5, 3, seed=54, dtype=f64), randn(2, 5, 5, seed=55, dtype=f64)
-    result = check_attention(student, q, k, v, mask, is_causal=is_causal,
-                             options=CallOptions(grad_outputs=(grad_out, grad_w)))
+    args = (q, k, v) if mask is None else (q, k, v, mask)
+    result = call(student, SDPA, *args, is_causal=is_causal, options=CallOptions(grad_outputs=(grad_out, grad_w)))
     leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
     out, weights = oracle.attention(*leaves, mask, is_causal)
     expected = torch.autograd.grad([out, weights], leaves, [grad_out, grad_w])
     got = result.input_grads[:3]
-    for name, g, e in zip("qkv", got, expected):
+    for name, g, e in zip("qkv", got, expected, strict=True):
         if g is None:
             fail(f"no gradient reached {name}: keep the computation differentiable (no .detach(), .item(), "
                  f"torch.tensor(...) of intermediate values)")
@@ -285,7 +283,7 @@ def test_gradients_agree_with_float64_math(student, is_causal, with_mask):
 def test_rows_sum_to_one_over_visible_keys(student):
     q, k, v = randn(3, 6, 8, seed=60, scale=3.0), randn(3, 9, 8, seed=61), randn(3, 9, 8, seed=62)
     mask = oracle.expand(oracle.padding([9, 4, 6]), 6)[:, 0]  # (3, 6, 9)
-    _, weights = check_attention(student, q, k, v, mask).value
+    _, weights = attend(student, q, k, v, mask)
     sums = weights.double().sum(-1)
     if not torch.allclose(sums, torch.ones_like(sums), atol=1e-5):
         fail("attention weights do not sum to 1 over the visible keys of each query")
@@ -295,11 +293,11 @@ def test_rows_sum_to_one_over_visible_keys(student):
 
 def test_future_tokens_do_not_change_past_outputs(student):
     q, k, v = randn(2, 7, 6, seed=63), randn(2, 7, 6, seed=64), randn(2, 7, 5, seed=65)
-    before, _ = check_attention(student, q, k, v, is_causal=True).value
+    before, _ = attend(student, q, k, v, is_causal=True)
     q2, k2, v2 = q.clone(), k.clone(), v.clone()
     for t in (q2, k2, v2):
         t[:, 4:] += 10.0
-    after, _ = check_attention(student, q2, k2, v2, is_causal=True).value
+    after, _ = attend(student, q2, k2, v2, is_causal=True)
     if not torch.allclose(before[:, :4], after[:, :4], atol=1e-6):
         fail("with is_causal=True, changing tokens 4..6 changed the outputs of tokens 0..3: "
              "a query must not see keys after its own position")
@@ -309,12 +307,12 @@ def test_padded_keys_do_not_change_real_outputs(student):
     q, k, v = randn(3, 5, 6, seed=66), randn(3, 8, 6, seed=67), randn(3, 8, 4, seed=68)
     lengths = [8, 3, 6]
     mask = oracle.expand(oracle.padding(lengths), 5)
-    before, _ = check_attention(student, q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1), mask).value
+    before, _ = attend(student, q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1), mask)
     k2, v2 = k.clone(), v.clone()
     for b, n in enumerate(lengths):
         k2[b, n:] = randn(8 - n, 6, seed=69 + b, scale=5.0)
         v2[b, n:] = randn(8 - n, 4, seed=72 + b, scale=5.0)
-    after, _ = check_attention(student, q.unsqueeze(1), k2.unsqueeze(1), v2.unsqueeze(1), mask).value
+    after, _ = attend(student, q.unsqueeze(1), k2.unsqueeze(1), v2.unsqueeze(1), mask)
     if not torch.allclose(before, after, atol=1e-6):
         fail("changing the padded keys and values changed the output: padded tokens must get zero weight")
 
@@ -322,8 +320,8 @@ def test_padded_keys_do_not_change_real_outputs(student):
 def test_self_attention_is_permutation_equivariant(student):
     x = randn(2, 7, 6, seed=75)
     perm = torch.tensor([3, 0, 6, 1, 5, 2, 4])
-    out, _ = check_attention(student, x, x, x).value
-    permuted, _ = check_attention(student, x[:, perm], x[:, perm], x[:, perm]).value
+    out, _ = attend(student, x, x, x)
+    permuted, _ = attend(student, x[:, perm], x[:, perm], x[:, perm])
     if not torch.allclose(out[:, perm], permuted, atol=1e-5):
         fail("without a mask, permuting the tokens should permute the outputs the same way")
 
@@ -349,7 +347,6 @@ def test_mask_and_causal_combine_and_can_empty_a_row(student):
 def test_low_precision_inputs_with_masks(student, dtype):
     q, k, v = (randn(2, 6, 8, seed=s, dtype=dtype) for s in (82, 83, 84))
     mask = oracle.expand(oracle.padding([6, 4]), 6)[:, 0]
-    mask[1, 0] = False
     check_attention(student, q, k, v, mask, is_causal=True)
 
 
@@ -360,10 +357,7 @@ def test_float64_inputs_stay_float64(student):
 
 def test_runs_on_the_inputs_device(student):
     q, k, v = randn(2, 5, 4, seed=89), randn(2, 6, 4, seed=90), randn(2, 6, 3, seed=91)
-    mask = _mask((2, 5, 6), 92)
-    result = call(student, SDPA, q, k, v, mask, is_causal=True, options=CallOptions(device="meta"))
-    expect_devices(result, "meta", f"{SDPA}(..., mask, is_causal=True) on the meta device")
-    check_attention(student, q, k, v, mask, is_causal=True)
+    call_placed(student, SDPA, q, k, v, _mask((2, 5, 6), 92), is_causal=True)
 
 
 def test_manual_attention_does_not_call_torch_sdpa(student):
@@ -374,8 +368,7 @@ def test_manual_attention_does_not_call_torch_sdpa(student):
 def test_inputs_are_not_modified(student):
     q, k, v = randn(2, 5, 4, seed=97), randn(2, 6, 4, seed=98), randn(2, 6, 3, seed=99)
     mask = _mask((2, 5, 6), 100)
-    result = check_attention(student, q, k, v, mask)
-    expect_unmodified(result, SDPA, ["q", "k", "v", "mask"])
+    expect_unmodified(call(student, SDPA, q, k, v, mask), SDPA, ["q", "k", "v", "mask"])
 
 
 DROPOUT_P = 0.3
@@ -386,9 +379,11 @@ def test_dropout_zeroes_weights_at_the_given_rate_and_rescales(student):
     result = call(student, SDPA, q, k, v, dropout_p=DROPOUT_P, options=CallOptions(seed=7))
     what = f"{SDPA}(..., dropout_p={DROPOUT_P})"
     output, weights = expect_pair(result.value, what)
-    _, clean = oracle.attention(q, k, v)
+    # The survivors are compared with this very function's weights without dropout: its values
+    # are the value tests' business, dropout is this test's.
+    _, clean = attend(student, q, k, v)
     expect_shape(weights, clean.shape, f"the weights of {what}")
-    weights = weights.double()
+    weights, clean = weights.double(), clean.double()
     dropped = weights == 0
     rate = dropped.double().mean().item()
     if not 0.25 <= rate <= 0.35:
@@ -396,7 +391,8 @@ def test_dropout_zeroes_weights_at_the_given_rate_and_rescales(student):
              + (" (did you pass 1 - p, the keep probability?)" if 0.65 <= rate <= 0.75 else "")
              + (": dropout never happened" if rate == 0 else ""))
     kept = ~dropped
-    expect_close(weights[kept], clean[kept] / (1 - DROPOUT_P), f"the surviving weights of {what}",
+    expect_close(weights[kept], clean[kept] / (1 - DROPOUT_P),
+                 f"the surviving weights of {what}, against its weights with dropout_p=0.0",
                  dtype=torch.float32,
                  hints=[("the survivors were not divided by 1 - p (use F.dropout, which rescales)",
                          lambda: clean[kept])])
@@ -406,8 +402,13 @@ def test_dropout_zeroes_weights_at_the_given_rate_and_rescales(student):
 
 def test_no_dropout_when_dropout_p_is_zero(student):
     q, k, v = randn(2, 6, 8, seed=104), randn(2, 6, 8, seed=105), randn(2, 6, 8, seed=106)
-    result = call(student, SDPA, q, k, v, dropout_p=0.0, options=CallOptions(seed=8))
-    output, weights = expect_pair(result.value, f"{SDPA}(..., dropout_p=0.0)")
-    expected_output, expected_weights = oracle.attention(q, k, v)
-    expect_close(weights, expected_weights, f"the weights of {SDPA}(..., dropout_p=0.0)")
-    expect_close(output, expected_output, f"the output of {SDPA}(..., dropout_p=0.0)")
+    what = f"{SDPA}(..., dropout_p=0.0)"
+    (output, weights), (other_output, other_weights) = (
+        expect_pair(call(student, SDPA, q, k, v, dropout_p=0.0, options=CallOptions(seed=seed)).value, what)
+        for seed in (8, 9))
+    if not (torch.equal(weights, other_weights) and torch.equal(output, other_output)):
+        fail(f"{what} gave different results for two random seeds: with dropout_p=0.0 nothing is random")
+    zeros = int((weights == 0).sum())
+    if zeros:
+        fail(f"{what} returned {zeros} attention weights of exactly 0 without any mask: with dropout_p=0.0 "
+             f"no weight is dropped")

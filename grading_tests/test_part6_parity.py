@@ -4,10 +4,9 @@ The CUDA backends are graded in test_part6_cuda.py (skipped, worth 0, without a 
 """
 import pytest
 import torch
-import torch.nn.functional as F
 
 from grading_tests import oracle
-from grading_tests.checks import expect_close, expect_devices, fail, run_module
+from grading_tests.checks import expect_close, fail, run_module
 from grading_tests.gateway import CallOptions, ModuleSpec, StudentError
 from grading_tests.module_checks import (
     MODULE_CASES,
@@ -16,7 +15,11 @@ from grading_tests.module_checks import (
     check_gradients,
     check_lesson,
     check_module,
+    check_no_dropout_in_eval_mode,
+    check_no_nan_for_an_empty_sequence,
+    check_placement,
     describe_forward,
+    module_output,
 )
 
 pytestmark = pytest.mark.part(6)
@@ -31,28 +34,17 @@ def test_lesson_through_the_fused_path(student):
     check_lesson(student, fused=True)
 
 
-def torch_sdpa_module(state, num_heads, forward):
-    """The module's forward with torch's own SDPA for the attention step (trusted side, float32)."""
-    x = forward["x"]
-    source = forward.get("context")
-    source = x if source is None else source
-    linear = lambda t, name: F.linear(t, state[f"{name}.weight"], state.get(f"{name}.bias"))
-    q, k, v = (oracle.split(linear(t, n), num_heads) for t, n in ((x, "q_proj"), (source, "k_proj"), (source, "v_proj")))
-    mask = forward.get("padding_mask")
-    mask = None if mask is None else oracle.expand(mask, x.shape[1])
-    if forward.get("is_causal"):
-        mask = oracle.causal(x.shape[1], source.shape[1]) if mask is None else mask & oracle.causal(x.shape[1], source.shape[1])
-    return linear(oracle.merge(F.scaled_dot_product_attention(q, k, v, attn_mask=mask)), "out_proj")
-
-
 @pytest.mark.parametrize("case", ["self-causal-padding", "cross-padding", "long-odd"])
 def test_fused_agrees_with_the_manual_path_and_torch_sdpa(student, case):
     init_kwargs, state, forward = case_inputs(case, 850 + len(case))
-    fused = check_module(student, init_kwargs, state, forward, fused=True).output
-    manual = check_module(student, init_kwargs, state, forward).output
+    fused = module_output(student, init_kwargs, state, forward, fused=True)
+    manual = module_output(student, init_kwargs, state, forward)
     what = describe_forward(init_kwargs, forward, True)
     expect_close(fused, manual.double(), f"the output of {what} compared with fused=False")
-    expect_close(fused, torch_sdpa_module(state, init_kwargs["num_heads"], forward).double(),
+    with_torch_sdpa = oracle.mha(state, init_kwargs["num_heads"], forward["x"], forward.get("context"),
+                                 forward.get("padding_mask"), forward.get("is_causal", False),
+                                 dtype=torch.float32, attend=oracle.sdpa_step)
+    expect_close(fused, with_torch_sdpa.double(),
                  f"the output of {what} compared with torch's F.scaled_dot_product_attention")
 
 
@@ -92,14 +84,11 @@ def test_fused_dropout_only_in_training_and_at_the_given_rate(student):
 
 
 def test_fused_no_dropout_in_eval_mode(student):
-    init_kwargs, state, forward = case_inputs("cross-padding", 900)
-    check_module(student, {**init_kwargs, "dropout": 0.5}, state, forward, fused=True, options=CallOptions(seed=2))
+    check_no_dropout_in_eval_mode(student, fused=True, seed=900)
 
 
 def test_fused_sequence_with_no_real_token_gives_no_nan(student):
-    init_kwargs, state, forward = case_inputs("self-causal-padding", 910)
-    forward["padding_mask"] = oracle.padding([8, 0, 3], 8)
-    check_module(student, init_kwargs, state, forward, fused=True)
+    check_no_nan_for_an_empty_sequence(student, "self-causal-padding", 910, [8, 0, 3], fused=True)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -109,11 +98,7 @@ def test_fused_low_precision(student, dtype):
 
 
 def test_fused_runs_on_the_inputs_device(student):
-    for case in ("self-causal-padding", "cross-padding"):
-        init_kwargs, state, forward = case_inputs(case, 930)
-        result = check_module(student, init_kwargs, state, forward, fused=True, options=CallOptions(device="meta"))
-        expect_devices(result, "meta", f"MultiHeadAttention(fused=True) ({case})")
-        check_module(student, init_kwargs, state, forward, fused=True)
+    check_placement(student, 930, fused=True)
 
 
 def test_fused_parameters_match_the_manual_module(student):
@@ -121,4 +106,3 @@ def test_fused_parameters_match_the_manual_module(student):
     manual = run_module(student, ModuleSpec(init_kwargs={"embed_dim": 12, "num_heads": 3}))
     if built.parameters != manual.parameters:
         fail("fused=True must create the same four projections as fused=False, so their weights can be swapped")
-    check_module(student, *case_inputs("self", 940), fused=True)
