@@ -1,4 +1,10 @@
-"""Part 5: multi-head self- and cross-attention. Part 6: the same through PyTorch's fused SDPA."""
+"""Part 5: multi-head self- and cross-attention. Part 6: the same through PyTorch's fused SDPA.
+
+Shapes are in the type hints (see scaling.py): B batch, L queries, S keys and values, E = embed_dim
+features, H heads of D = E // H features each.
+"""
+from typing import Annotated
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -12,10 +18,14 @@ class MultiHeadAttention(nn.Module):
     """Multi-head attention with optional cross-attention, padding and causal masks.
 
     Parameters are exactly four nn.Linear(embed_dim, embed_dim, bias=bias) named
-    q_proj, k_proj, v_proj and out_proj, and nothing else.
+    q_proj, k_proj, v_proj and out_proj, and nothing else. The grader loads its
+    own weights into them with load_state_dict(strict=True), so the module has
+    no other parameter and no persistent buffer (a cached mask needs
+    register_buffer(..., persistent=False)).
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, *, bias: bool = True, dropout: float = 0.0, fused: bool = False):
+    def __init__(self, embed_dim: int, num_heads: int, *, bias: bool = True, dropout: float = 0.0,
+                 fused: bool = False):
         """Create the four projections.
 
         Args:
@@ -26,14 +36,21 @@ class MultiHeadAttention(nn.Module):
             fused: False computes attention with this package's own
                 scaled_dot_product_attention (Part 5); True calls
                 torch.nn.functional.scaled_dot_product_attention (Part 6).
+                Both create the same four projections.
 
         Raises:
-            ValueError when embed_dim % num_heads != 0.
+            ValueError when embed_dim % num_heads != 0, and only then.
         """
         super().__init__()
         raise NotImplementedError("Part 5: MultiHeadAttention.__init__ is not implemented yet")
 
-    def forward(self, x: torch.Tensor, context: torch.Tensor | None = None, padding_mask: torch.Tensor | None = None, is_causal: bool = False) -> torch.Tensor:
+    def forward(
+        self,
+        x: Annotated[torch.Tensor, "B L E"],
+        context: Annotated[torch.Tensor, "B S E"] | None = None,
+        padding_mask: Annotated[torch.Tensor, "B S"] | None = None,
+        is_causal: bool = False,
+    ) -> Annotated[torch.Tensor, "B L E"]:
         """Attend from x to itself (self-attention) or to context (cross-attention).
 
         Args:
@@ -42,22 +59,42 @@ class MultiHeadAttention(nn.Module):
                 keys and values come from it instead of x.
             padding_mask: None or bool (B, S), True for the real tokens of the
                 key/value sequence (x or context); padded keys get no attention.
+                A query with no real key at all gets all-zero attention weights,
+                never NaN.
             is_causal: each query sees only keys at or before its position.
                 Only meaningful for self-attention.
 
         Returns:
-            (B, L, E) = out_proj(merge_heads(attention over the H heads)).
+            (B, L, E) = out_proj(merge_heads(attention over the H heads)), where
+            each head attends with scale 1/sqrt(D), D = E // H its own number of
+            features (not 1/sqrt(E)).
 
         Raises:
-            ValueError when is_causal is True and context is given.
+            ValueError when is_causal is True and context is given, and only then.
 
         Dropout of the attention weights happens only in training mode
         (self.training), with probability `dropout`. With fused=True the
         attention itself must go through self._fused_attention.
+
+        Rules (the grader checks each one):
+            - Works in float16, bfloat16, float32 and float64 (after module.to(dtype));
+              the output has the dtype of x and lives on the device of x.
+            - float64 is computed in float64 all the way; float16 and bfloat16
+              may be computed in float32 and cast back.
+            - Autograd works: gradients reach x, context and all four projections.
+            - x, context and padding_mask are never modified in place.
         """
         raise NotImplementedError("Part 5: MultiHeadAttention.forward is not implemented yet")
 
-    def _fused_attention(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, is_causal: bool, dropout_p: float) -> torch.Tensor:
+    def _fused_attention(
+        self,
+        q: Annotated[torch.Tensor, "B H L D"],
+        k: Annotated[torch.Tensor, "B H S D"],
+        v: Annotated[torch.Tensor, "B H S D"],
+        mask: Annotated[torch.Tensor, "B 1 L S"] | None,
+        is_causal: bool,
+        dropout_p: float,
+    ) -> Annotated[torch.Tensor, "B H L D"]:
         """Part 6: the attention step through torch.nn.functional.scaled_dot_product_attention.
 
         Args:
@@ -70,8 +107,9 @@ class MultiHeadAttention(nn.Module):
             (B, H, L, D), equal (up to rounding) to the output of this package's
             scaled_dot_product_attention on the same inputs.
 
-        Hint: read the documentation of F.scaled_dot_product_attention for what
-        its attn_mask means and for what happens when you pass both attn_mask
-        and is_causal: not every backend accepts both.
+        It must work whichever SDPA backend torch picks: the grader also runs it
+        with SDPA restricted to its math backend, which refuses an attn_mask
+        together with is_causal=True. Read the documentation of
+        F.scaled_dot_product_attention for what its attn_mask means.
         """
         raise NotImplementedError("Part 6: MultiHeadAttention._fused_attention is not implemented yet")

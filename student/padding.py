@@ -1,8 +1,13 @@
-"""Part 4: from a (B, S) padding mask to the 4-D mask attention needs."""
+"""Part 4: from a (B, S) padding mask to the 4-D mask attention needs.
+
+Shapes are in the type hints (see scaling.py): "B S" is batch and keys.
+"""
+from typing import Annotated
+
 import torch
 
 
-def expand_padding_mask(mask: torch.Tensor, num_queries: int) -> torch.Tensor:
+def expand_padding_mask(mask: Annotated[torch.Tensor, "B S"], num_queries: int) -> Annotated[torch.Tensor, "B 1 L S"]:
     """Turn a per-token padding mask into a per-(query, key) attention mask.
 
     Args:
@@ -14,5 +19,8 @@ def expand_padding_mask(mask: torch.Tensor, num_queries: int) -> torch.Tensor:
         Every query row repeats the key mask, so the columns of padded keys are
         False while padded queries still see the real keys. The size-1 dim
         broadcasts over heads, the shape torch's SDPA accepts as attn_mask.
+
+    Rules (the grader checks each one): the result lives on the device of
+    mask; mask is never modified in place.
     """
     raise NotImplementedError("Part 4: expand_padding_mask is not implemented yet")

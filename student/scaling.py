@@ -1,8 +1,19 @@
-"""Part 1: scaled dot-product scores."""
+"""Part 1: scaled dot-product scores.
+
+Shapes are in the type hints: Annotated[torch.Tensor, "... L E"] is a tensor whose last two dims
+are L and E, after any number of leading (batch) dims "...". The letters are the handout's:
+B batch, H heads, L queries, S keys, E features, D = E // H features per head.
+"""
+from typing import Annotated
+
 import torch
 
 
-def scaled_scores(q: torch.Tensor, k: torch.Tensor, scale: float | None = None) -> torch.Tensor:
+def scaled_scores(
+    q: Annotated[torch.Tensor, "... L E"],
+    k: Annotated[torch.Tensor, "... S E"],
+    scale: float | None = None,
+) -> Annotated[torch.Tensor, "... L S"]:
     """Similarity of every query with every key, scaled.
 
     Args:
@@ -14,10 +25,14 @@ def scaled_scores(q: torch.Tensor, k: torch.Tensor, scale: float | None = None) 
             attention: it keeps the scores' variance near 1 whatever E is.
 
     Returns:
-        scores of shape (..., L, S) where scores[..., i, j] = (q_i . k_j) * scale,
-        in the dtype and on the device of q.
+        scores of shape (..., L, S) where scores[..., i, j] = (q_i . k_j) * scale.
 
-    Rules: never modify q or k in place; keep autograd working (no .detach(),
-    no .item() in the computation, no new tensor on a hard-coded device).
+    Rules (the grader checks each one):
+        - Works in float16, bfloat16, float32 and float64; the result has the
+          dtype of q and lives on the device of q.
+        - float64 inputs are computed in float64 all the way (no .float() on
+          the way); float16 and bfloat16 may be computed in float32 and cast back.
+        - Autograd works: no .detach(), no .item(), no torch.no_grad().
+        - q and k are never modified in place.
     """
     raise NotImplementedError("Part 1: scaled_scores is not implemented yet")

@@ -1,8 +1,13 @@
-"""Part 3: splitting the embedding into heads and merging the heads back."""
+"""Part 3: splitting the embedding into heads and merging the heads back.
+
+Shapes are in the type hints (see scaling.py): "B L E" is batch, tokens, features.
+"""
+from typing import Annotated
+
 import torch
 
 
-def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+def split_heads(x: Annotated[torch.Tensor, "B L E"], num_heads: int) -> Annotated[torch.Tensor, "B H L D"]:
     """Cut the features of every token into num_heads equal slices.
 
     Args:
@@ -14,7 +19,12 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
         h*D ... (h+1)*D - 1 of every token: out[b, h, l, d] == x[b, l, h*D + d].
 
     Raises:
-        ValueError (with a message naming E and H) when E % num_heads != 0.
+        ValueError when E % num_heads != 0, and only then; its message contains
+        the numbers E and num_heads (for example "E=10 is not divisible by
+        num_heads=3") so the caller sees what is wrong.
+
+    Rules (the grader checks each one, for merge_heads too): the result keeps
+    the dtype and the device of x; autograd works; x is never modified in place.
     """
     # BEGIN SOLUTION
     B, L, E = x.shape
@@ -24,7 +34,7 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     # END SOLUTION
 
 
-def merge_heads(x: torch.Tensor) -> torch.Tensor:
+def merge_heads(x: Annotated[torch.Tensor, "B H L D"]) -> Annotated[torch.Tensor, "B L E"]:
     """Undo split_heads: (B, H, L, D) -> (B, L, H*D).
 
     merge_heads(split_heads(x, H)) must equal x exactly, for every H dividing E.

@@ -2,14 +2,23 @@
 
 Convention, as in torch.nn.functional.scaled_dot_product_attention:
 a boolean mask is True where a query MAY attend to a key, False where it may not.
+Shapes are in the type hints (see scaling.py): "... L S" ends in L queries and S keys.
 """
+from collections.abc import Sequence
+from typing import Annotated
+
 import torch
 import torch.nn.functional as F
 
 from .scaling import scaled_scores
 
 
-def causal_mask(L: int, S: int | None = None, *, device: torch.device | str | None = None) -> torch.Tensor:
+def causal_mask(
+    L: int,
+    S: int | None = None,
+    *,
+    device: torch.device | str | None = None,
+) -> Annotated[torch.Tensor, "L S"]:
     """The mask that lets each query see only keys at or before its own position.
 
     Args:
@@ -28,7 +37,12 @@ def causal_mask(L: int, S: int | None = None, *, device: torch.device | str | No
     # END SOLUTION
 
 
-def padding_mask(lengths, max_len: int | None = None, *, device: torch.device | str | None = None) -> torch.Tensor:
+def padding_mask(
+    lengths: Sequence[int] | Annotated[torch.Tensor, "B"],
+    max_len: int | None = None,
+    *,
+    device: torch.device | str | None = None,
+) -> Annotated[torch.Tensor, "B max_len"]:
     """The mask that marks the real (not padded) tokens of a batch.
 
     Args:
@@ -53,7 +67,10 @@ def padding_mask(lengths, max_len: int | None = None, *, device: torch.device | 
     # END SOLUTION
 
 
-def apply_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+def apply_mask(
+    scores: Annotated[torch.Tensor, "... L S"],
+    mask: Annotated[torch.Tensor, "... L S"] | None,
+) -> Annotated[torch.Tensor, "... L S"]:
     """Hide the masked-out scores from the softmax.
 
     Args:
@@ -66,7 +83,8 @@ def apply_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         mask is True and, where it is False, a value that softmax turns into
         exactly 0: float('-inf') or torch.finfo(scores.dtype).min. (A literal
         such as -1e9 does not fit in float16 and fails there.)
-        scores itself is never modified.
+        The result has the dtype and the device of scores; scores and mask
+        are never modified in place.
     """
     # BEGIN SOLUTION
     if mask is None:
@@ -75,7 +93,16 @@ def apply_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     # END SOLUTION
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, *, is_causal=False, scale=None, dropout_p=0.0):
+def scaled_dot_product_attention(
+    q: Annotated[torch.Tensor, "... L E"],
+    k: Annotated[torch.Tensor, "... S E"],
+    v: Annotated[torch.Tensor, "... S Ev"],
+    mask: Annotated[torch.Tensor, "... L S"] | None = None,
+    *,
+    is_causal: bool = False,
+    scale: float | None = None,
+    dropout_p: float = 0.0,
+) -> tuple[Annotated[torch.Tensor, "... L Ev"], Annotated[torch.Tensor, "... L S"]]:
     """Attention by hand: softmax(mask(q kᵀ · scale)) v.
 
     Args:
@@ -98,8 +125,15 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, is_causal=False, scale=N
             ones actually multiplied with v.
         output (..., L, Ev) = weights @ v.
 
-    Rules: same dtype and device as q; autograd must work; inputs are never
-    modified; do not call torch.nn.functional.scaled_dot_product_attention here.
+    Rules (the grader checks each one):
+        - Works in float16, bfloat16, float32 and float64; output and weights
+          have the dtype of q and live on the device of q.
+        - float64 inputs are computed in float64 all the way (a softmax with
+          dtype=torch.float32 fails); float16 and bfloat16 may be computed in
+          float32 and cast back.
+        - Autograd works (gradients reach q, k and v).
+        - q, k, v and mask are never modified in place.
+        - Do not call torch.nn.functional.scaled_dot_product_attention here.
     """
     # BEGIN SOLUTION
     scores = scaled_scores(q, k, scale)

@@ -49,3 +49,137 @@ VARIANTS = [
          "            mask = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill(~mask, float('-inf'))\n"
          + FUSED),
 ]
+
+
+# ---------------------------------------------------------------- idioms of real attention code
+
+PADDING_BODY = ("    lengths = torch.as_tensor(lengths, device=device)\n"
+                "    if max_len is None:\n"
+                "        max_len = int(lengths.max()) if lengths.numel() else 0\n"
+                "    positions = torch.arange(max_len, device=device)\n"
+                "    return positions.unsqueeze(0) < lengths.unsqueeze(1)\n")
+PROJECTIONS = ("        q = split_heads(self.q_proj(x), self.num_heads)\n"
+               "        k = split_heads(self.k_proj(source), self.num_heads)\n"
+               "        v = split_heads(self.v_proj(source), self.num_heads)\n")
+MHA_MASK = "        mask = None if padding_mask is None else expand_padding_mask(padding_mask, x.size(1))"
+FOLD = ("        if is_causal and mask is not None:\n"
+        "            # Not every SDPA backend takes attn_mask together with is_causal: fold them into one mask.\n"
+        "            mask = mask & causal_mask(q.size(-2), k.size(-2), device=q.device)\n"
+        "            is_causal = False\n")
+ATTENTION_BODY = ("    scores = scaled_scores(q, k, scale)\n"
+                  "    if is_causal:\n")
+
+
+def _edits(name: str, *changes: tuple[str, str, str]) -> Sample:
+    """A variant made of several (module, old, new) edits, each applied exactly once."""
+    overrides: dict[str, str] = {}
+    for module, old, new in changes:
+        text = overrides.get(module, reference_source(module))
+        if text.count(old) != 1:
+            raise ValueError(f"{name}: expected exactly one {old!r} in {module}, found {text.count(old)}")
+        overrides[module] = text.replace(old, new)
+    return Sample(name, None, overrides)
+
+
+def _torch_docs_attention() -> Sample:
+    """The reference implementation printed in the docstring of torch's F.scaled_dot_product_attention
+    (an additive float bias, torch.dropout), made batch- and device-safe; empty rows through nan_to_num."""
+    text = reference_source("masking.py")
+    start, end = text.index(ATTENTION_BODY), text.index("    return weights @ v, weights\n")
+    body = ("    scores = scaled_scores(q, k, scale)\n"
+            "    L, S = scores.size(-2), scores.size(-1)\n"
+            "    attn_bias = torch.zeros(L, S, dtype=scores.dtype, device=scores.device)\n"
+            "    if is_causal:\n"
+            "        temp_mask = torch.ones(L, S, dtype=torch.bool, device=scores.device).tril(diagonal=0)\n"
+            "        attn_bias = attn_bias.masked_fill(temp_mask.logical_not(), float(\"-inf\"))\n"
+            "    if mask is not None:\n"
+            "        attn_bias = attn_bias.masked_fill(mask.logical_not(), float(\"-inf\"))\n"
+            "    weights = torch.nan_to_num(torch.softmax(scores + attn_bias, dim=-1), nan=0.0)\n"
+            "    weights = torch.dropout(weights, dropout_p, train=True)\n")
+    return Sample("torch-docs-additive-bias", None, {"masking.py": text[:start] + body + text[end:]})
+
+
+VARIANTS += [
+    # padding_mask that reads the lengths' values (cannot run on the meta device: its device test is inconclusive).
+    edit("padding-mask-from-python-ints", None, "masking.py", PADDING_BODY,
+         "    lengths = [int(n) for n in lengths]\n"
+         "    if max_len is None:\n"
+         "        max_len = max(lengths, default=0)\n"
+         "    rows = [[position < n for position in range(max_len)] for n in lengths]\n"
+         "    return torch.tensor(rows, dtype=torch.bool, device=device).reshape(len(lengths), max_len)\n"),
+    edit("padding-mask-filled-with-item", None, "masking.py", PADDING_BODY,
+         "    counts = [n.item() if isinstance(n, torch.Tensor) else n for n in lengths]\n"
+         "    if max_len is None:\n"
+         "        max_len = max(counts, default=0)\n"
+         "    mask = torch.zeros(len(counts), max_len, dtype=torch.bool, device=device)\n"
+         "    for row, count in enumerate(counts):\n"
+         "        mask[row, :count] = True\n"
+         "    return mask\n"),
+    # Hugging Face style: drop a padding mask that hides nothing (reads values, like the above).
+    edit("all-ones-mask-shortcut", None, "multihead.py", MHA_MASK,
+         "        if padding_mask is not None and torch.all(padding_mask == 1):\n"
+         "            padding_mask = None\n" + MHA_MASK),
+    # fairseq / HF style softmax in float32 for half precision, float64 kept.
+    edit("float32-softmax-for-half-precision", None, "masking.py", SOFTMAX,
+         "    masked = apply_mask(scores, mask)\n"
+         "    softmax_dtype = torch.promote_types(masked.dtype, torch.float32)\n"
+         "    weights = torch.softmax(masked, dim=-1, dtype=softmax_dtype).to(masked.dtype)"),
+    # nanoGPT / timm style packed projection (c_attn, qkv) through F.linear on the four nn.Linear's weights.
+    edit("packed-qkv-projection", None, "multihead.py", PROJECTIONS,
+         "        if context is None:\n"
+         "            weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])\n"
+         "            bias = None if self.q_proj.bias is None else torch.cat(\n"
+         "                [self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])\n"
+         "            q, k, v = F.linear(x, weight, bias).chunk(3, dim=-1)\n"
+         "        else:\n"
+         "            q = self.q_proj(x)\n"
+         "            weight = torch.cat([self.k_proj.weight, self.v_proj.weight])\n"
+         "            bias = None if self.k_proj.bias is None else torch.cat([self.k_proj.bias, self.v_proj.bias])\n"
+         "            k, v = F.linear(source, weight, bias).chunk(2, dim=-1)\n"
+         "        q, k, v = (split_heads(t, self.num_heads) for t in (q, k, v))\n"),
+    # Masks as stride-0 expand views: a causal mask from two expanded position grids, a per-head (B, H, L, S) mask.
+    _edits("expand-views",
+           ("masking.py", "    return torch.ones(L, S, dtype=torch.bool, device=device).tril()",
+            "    queries = torch.arange(L, device=device)[:, None].expand(L, S)\n"
+            "    return queries >= torch.arange(S, device=device)[None, :].expand(L, S)"),
+           ("multihead.py", MHA_MASK,
+            "        mask = None if padding_mask is None else padding_mask[:, None, None, :].expand(\n"
+            "            -1, self.num_heads, x.size(1), -1)")),
+    # The Annotated Transformer: divide by sqrt(d_k) rather than multiply by a scale.
+    _edits("divide-by-sqrt-d-k",
+           ("scaling.py", "import torch\n", "import math\n\nimport torch\n"),
+           ("scaling.py", "    if scale is None:\n        scale = q.size(-1) ** -0.5\n",
+            "    if scale is None:\n        return torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.size(-1))\n")),
+    # Hugging Face BERT: an additive mask of finfo.min instead of a fill.
+    edit("additive-finfo-min-mask", None, "masking.py", 'scores.masked_fill(~mask, float("-inf"))',
+         "scores + (~mask).to(scores.dtype) * torch.finfo(scores.dtype).min"),
+    _torch_docs_attention(),
+    # x-transformers: einsum for the weighted sum too.
+    edit("einsum-weighted-values", None, "masking.py", "    return weights @ v, weights",
+         '    return torch.einsum("...ls,...sd->...ld", weights, v), weights'),
+    # fairseq: heads folded into the batch, the queries scaled in place, the mask repeated per head.
+    edit("fairseq-folded-heads", None, "multihead.py", MANUAL,
+         "            B, H, L, D = q.shape\n"
+         "            S = k.size(-2)\n"
+         "            folded = None if mask is None else mask.expand(B, H, L, S).reshape(B * H, L, S)\n"
+         "            q = q.reshape(B * H, L, D)\n"
+         "            q *= D ** -0.5\n"
+         "            heads, _ = scaled_dot_product_attention(\n"
+         "                q, k.reshape(B * H, S, D), v.reshape(B * H, S, D), folded, is_causal=is_causal, scale=1.0,\n"
+         "                dropout_p=dropout_p)\n"
+         "            heads = heads.reshape(B, H, L, D)"),
+    # Hugging Face / timm: an nn.Dropout submodule on the weights instead of dropout_p.
+    _edits("nn-dropout-module",
+           ("multihead.py", "        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)\n",
+            "        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)\n"
+            "        self.attn_dropout = nn.Dropout(dropout)\n"),
+           ("multihead.py", MANUAL,
+            "            _, weights = scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal)\n"
+            "            heads = self.attn_dropout(weights) @ v")),
+    # The fused path never passes is_causal: the causal mask always goes into attn_mask.
+    edit("fused-always-bool-mask", None, "multihead.py", FOLD,
+         "        if is_causal:\n"
+         "            causal = causal_mask(q.size(-2), k.size(-2), device=q.device)\n"
+         "            mask = causal if mask is None else mask & causal\n"
+         "            is_causal = False\n"),
+]
