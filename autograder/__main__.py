@@ -9,6 +9,7 @@ COMMANDS = {
     "grade": ("autograder.grade_cli", "grade submissions safely into a gradebook"),
     "build": ("autograder.build_cli", "build dist/: student notebook, handout zip, Gradescope autograder.zip"),
     "selfcheck": ("autograder.selfcheck", "build everything and verify the grader end to end"),
+    "zoo-report": ("autograder.zoo_report", "what each bug of the zoo costs, inside and outside its part"),
     "stubs": ("autograder.stubs", "regenerate student/ stubs from assignment/reference/"),
     "examples": ("autograder.examples", "write a small example class of submissions to grade (out/example-class)"),
 }

@@ -19,18 +19,15 @@ from autograder.zoo.variants import VARIANTS
 from grading_tests import lowp_tolerance as lowp
 from grading_tests import oracle
 from grading_tests.gateway import LocalGateway
+from grading_tests.tolerance import Tolerance, floor_tolerance
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 SDPA_CALL = "return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)"
 FOLD_CAUSAL = "mask = mask & causal_mask(q.size(-2), k.size(-2), device=q.device)"
 
-# Correct code written differently from the reference (the zoo's variants, plus a softmax taken in
-# float32 and cast back, which only matters in half precision): must pass in every dtype.
-CORRECT_VARIANTS = {sample.name: sample.overrides for sample in VARIANTS} | {
-    "softmax-in-float32": edited_reference(
-        "masking.py", "weights = torch.softmax(apply_mask(scores, mask), dim=-1)",
-        "weights = torch.softmax(apply_mask(scores, mask).float(), dim=-1).to(scores.dtype)"),
-}
+# Correct code written differently from the reference (the zoo's variants, among them a softmax taken
+# in float32 for half precision): must pass in every dtype.
+CORRECT_VARIANTS = {sample.name: sample.overrides for sample in VARIANTS}
 
 # name -> (overrides, path that is wrong, cases where it shows, words the failure must contain)
 BUGS = {
@@ -87,7 +84,7 @@ def dtype_id(dtype):
 def test_tolerance_is_the_low_precision_error_floored_at_torch_defaults_and_fudged():
     golden = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
     exact = golden.to(torch.float16)
-    assert lowp.derive_tolerance(golden, exact) == lowp.Tolerance(1e-3, 1e-3)
+    assert lowp.derive_tolerance(golden, exact) == Tolerance(1e-3, 1e-3)
     off = exact + torch.tensor([0.0, 0.0625, 0.0], dtype=torch.float16)   # 1/32 relative error at -2
     tolerance = lowp.derive_tolerance(golden, off, fudge=2.0)
     assert tolerance.atol == pytest.approx(2 * 0.0625) and tolerance.rtol == pytest.approx(2 * 0.0625 / 2)
@@ -98,7 +95,7 @@ def test_near_zero_entries_leave_rtol_bounded():
     golden = torch.tensor([1.0, 1e-12], dtype=torch.float64)
     low = torch.tensor([1.0, 1e-3], dtype=torch.float16)
     tolerance = lowp.derive_tolerance(golden, low)
-    assert tolerance.rtol == lowp.DEFAULT_RTOL[torch.float16]
+    assert tolerance.rtol == floor_tolerance(torch.float16).rtol
     assert tolerance.atol == pytest.approx(1e-3, rel=1e-2)
 
 

@@ -58,6 +58,9 @@ BUGS = [
     edit("torch-sdpa-in-manual-path", 2, "masking.py", RETURN,
          "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale), weights"),
     edit("float32-softmax", 2, "masking.py", SOFTMAX, SOFTMAX.replace("dim=-1)", "dim=-1, dtype=torch.float32)")),
+    edit("float32-softmax-cast-back", 2, "masking.py", SOFTMAX,
+         SOFTMAX.replace("dim=-1)", "dim=-1, dtype=torch.float32).to(scores.dtype)"),
+         "Hugging Face's idiom, also for float64: computes float64 inputs in float32"),
     edit("detached-weights", 2, "masking.py", RETURN, "    return weights.detach() @ v, weights.detach()"),
     # Part 3: heads
     edit("split-without-transpose", 3, "heads.py", SPLIT, "    return x.reshape(B, num_heads, L, E // num_heads)"),
