@@ -106,7 +106,8 @@ class Inputs:
 
 def make_inputs(case: Case, dtype: torch.dtype, seed: int = 6) -> Inputs:
     gen = torch.Generator().manual_seed(seed)
-    state = {name: value.to(dtype).to(torch.float32) for name, value in oracle.random_state(case.embed_dim, seed=seed).items()}
+    state = {name: value.to(dtype).to(torch.float32) for name, value in oracle.random_state(case.embed_dim,
+                                                                                            seed=seed).items()}
     shape_x = (case.batch, case.queries, case.embed_dim)
     x = torch.randn(shape_x, generator=gen, dtype=torch.float64).to(dtype)
     context = None
@@ -139,9 +140,10 @@ def _run_with_grads(mha, num_heads, inputs: Inputs, dtype, device) -> Outcome:
             forward[key] = forward[key].to(dtype).requires_grad_(True)
     output = mha(state, num_heads, **forward)
     differentiable = {k: forward[k] for k in ("x", "context") if forward[k] is not None} | state
-    grads = torch.autograd.grad(output, list(differentiable.values()), inputs.grad_output.to(output.device, output.dtype))
+    grads = torch.autograd.grad(output, list(differentiable.values()), inputs.grad_output.to(output.device,
+                                                                                             output.dtype))
     tensors = {"output": output.detach().cpu()}
-    tensors.update({name: g.detach().cpu() for name, g in zip(differentiable, grads)})
+    tensors.update({name: g.detach().cpu() for name, g in zip(differentiable, grads, strict=True)})
     return Outcome(tensors)
 
 

@@ -47,6 +47,7 @@ def describe_forward(init_kwargs, forward, fused, training=False):
     dtype = str(forward["x"].dtype).removeprefix("torch.")
     return (f"MultiHeadAttention({init_kwargs['embed_dim']}, {init_kwargs['num_heads']}"
             f"{', bias=False' if init_kwargs.get('bias') is False else ''}"
+            f"{', dropout=' + str(init_kwargs['dropout']) if init_kwargs.get('dropout') else ''}"
             f"{', fused=True' if fused else ''})({', '.join(parts)}) in {dtype}"
             f"{' in training mode' if training else ''}")
 

@@ -38,7 +38,8 @@ def causal(L, S=None):
 def padding(lengths, max_len=None):
     lengths = [int(n) for n in lengths]
     max_len = max(lengths, default=0) if max_len is None else max_len
-    return torch.tensor([[j < n for j in range(max_len)] for n in lengths], dtype=torch.bool).reshape(len(lengths), max_len)
+    return torch.tensor([[j < n for j in range(max_len)] for n in lengths], dtype=torch.bool).reshape(len(lengths),
+                                                                                                      max_len)
 
 
 def expand(mask, num_queries):
@@ -191,7 +192,8 @@ ATTENTION_MISTAKES = {
     "unscaled": ("matches unscaled attention: did you divide the scores by sqrt(E)?",
                  lambda q, k, v, mask, c, scale: attention(q, k, v, mask, c, 1.0) if scale is None else None),
     "scale by 1/E": ("matches scores divided by E instead of sqrt(E)",
-                     lambda q, k, v, mask, c, scale: attention(q, k, v, mask, c, 1.0 / q.shape[-1]) if scale is None else None),
+                     lambda q, k, v, mask, c, scale:
+                     attention(q, k, v, mask, c, 1.0 / q.shape[-1]) if scale is None else None),
     "ignored scale": ("matches attention with the default 1/sqrt(E): the `scale` argument was ignored",
                       lambda q, k, v, mask, c, scale: attention(q, k, v, mask, c, None) if scale is not None else None),
     "no causal": ("matches attention without the causal mask: is_causal was ignored",
@@ -231,7 +233,8 @@ def mha_mistakes(state, num_heads, x, context=None, padding_mask=None, is_causal
     E = x.shape[-1]
     return [
         ("matches scaling by 1/sqrt(embed_dim): scale by the HEAD dim D = embed_dim // num_heads",
-         lambda: mha(state, num_heads, x, context, padding_mask, is_causal, scale=1 / math.sqrt(E)) if num_heads > 1 else None),
+         lambda: mha(state, num_heads, x, context, padding_mask, is_causal, scale=1 / math.sqrt(E))
+         if num_heads > 1 else None),
         ("matches unscaled attention: did you divide by sqrt(D)?",
          lambda: mha(state, num_heads, x, context, padding_mask, is_causal, scale=1.0)),
         ("matches attention without the padding mask: padded keys must get no attention",

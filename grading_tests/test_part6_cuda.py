@@ -26,7 +26,7 @@ from grading_tests.lowp_tolerance import (
 )
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-PATHS = ("manual", "fused-default") + tuple(f"fused-{name}" for name in BACKENDS)
+PATHS = ("manual", "fused-default", *(f"fused-{name}" for name in BACKENDS))
 # All of these together weigh as much as six CPU tests of Part 6: the GPU confirms what the CPU
 # tests check, on more backends, rather than dominating the part.
 WEIGHT = 6.0 / (len(DTYPES) * len(CASES) * len(PATHS))
@@ -34,7 +34,8 @@ WEIGHT = 6.0 / (len(DTYPES) * len(CASES) * len(PATHS))
 pytestmark = [
     pytest.mark.part(6),
     pytest.mark.weight(WEIGHT),
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; torch.cuda.is_available() is False here"),
+    pytest.mark.skipif(not torch.cuda.is_available(),
+                       reason="needs a CUDA GPU; torch.cuda.is_available() is False here"),
 ]
 
 DEVICE = "cuda"

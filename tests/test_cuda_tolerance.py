@@ -33,13 +33,16 @@ CORRECT_VARIANTS = {sample.name: sample.overrides for sample in VARIANTS}
 BUGS = {
     "manual-unscaled": (edited_reference("scaling.py", "scale = q.size(-1) ** -0.5", "scale = 1.0"),
                         "manual", ("self", "cross-padding"), "output"),
-    "fused-unscaled": (edited_reference("multihead.py", SDPA_CALL, SDPA_CALL.replace("is_causal)", "is_causal, scale=1.0)")),
+    "fused-unscaled": (edited_reference("multihead.py", SDPA_CALL,
+                                        SDPA_CALL.replace("is_causal)", "is_causal, scale=1.0)")),
                        "fused", ("self", "cross"), "output"),
     "fused-drops-causal-with-padding": (edited_reference("multihead.py", FOLD_CAUSAL, "pass"),
                                         "fused", ("self-padding-causal",), "output"),
-    "fused-ignores-padding": (edited_reference("multihead.py", SDPA_CALL, SDPA_CALL.replace("attn_mask=mask", "attn_mask=None")),
+    "fused-ignores-padding": (edited_reference("multihead.py", SDPA_CALL,
+                                               SDPA_CALL.replace("attn_mask=mask", "attn_mask=None")),
                               "fused", ("self-padding", "cross-padding"), "output"),
-    "fused-detaches-queries": (edited_reference("multihead.py", SDPA_CALL, SDPA_CALL.replace("(q, k, v,", "(q.detach(), k, v,")),
+    "fused-detaches-queries": (edited_reference("multihead.py", SDPA_CALL,
+                                                SDPA_CALL.replace("(q, k, v,", "(q.detach(), k, v,")),
                                "fused", ("self",), "gradient of"),
 }
 
@@ -52,8 +55,10 @@ def submissions(tmp_path_factory):
     root = tmp_path_factory.mktemp("agreement")
     variants = {"reference": {}} | CORRECT_VARIANTS | {name: bug[0] for name, bug in BUGS.items()} | {
         # Correct on backends that take a mask with is_causal (CPU flash), refused by others (math).
-        "fused-passes-mask-and-causal": edited_reference("multihead.py", FOLD_CAUSAL + "\n            is_causal = False", "pass")}
-    gateways = {name: LocalGateway(write_submission(root / name, overrides=overrides)) for name, overrides in variants.items()}
+        "fused-passes-mask-and-causal": edited_reference(
+            "multihead.py", FOLD_CAUSAL + "\n            is_causal = False", "pass")}
+    gateways = {name: LocalGateway(write_submission(root / name, overrides=overrides)) for name,
+                overrides in variants.items()}
     yield gateways
     sys.path[:] = saved_path
     for name in [n for n in sys.modules if n == "student" or n.startswith("student.")]:
@@ -109,11 +114,15 @@ def test_tolerance_follows_the_precision_of_the_dtype():
 @pytest.mark.parametrize("case", lowp.CASES, ids=lambda case: case.name)
 def test_low_precision_reference_is_the_oracle_in_float64(case):
     inputs = lowp.make_inputs(case, torch.float32)
-    f64 = lambda t: t if not isinstance(t, torch.Tensor) or not t.is_floating_point() else t.double()
+
+    def f64(t):
+        return t if not isinstance(t, torch.Tensor) or not t.is_floating_point() else t.double()
+
     state = {k: v.double() for k, v in inputs.state.items()}
     forward = {k: f64(v) for k, v in inputs.forward.items()}
     expected = oracle.mha(state, case.num_heads, **forward)
-    torch.testing.assert_close(lowp.low_precision_mha(state, case.num_heads, **forward), expected, atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(lowp.low_precision_mha(state, case.num_heads, **forward), expected, atol=1e-12,
+                               rtol=1e-12)
 
 
 def test_rejects_and_accepts_on_the_math_path_alone():
@@ -165,7 +174,8 @@ def test_bugs_fail_in_every_dtype(submissions, cuda_tests, bug, dtype):
 
 def test_failure_names_the_case_and_the_likely_mistake(submissions, cuda_tests):
     with pytest.raises(AssertionError) as failure:
-        cuda_tests.test_cuda_fused_path_matches_float64(submissions["fused-ignores-padding"], case_named("self-padding"), torch.float16)
+        cuda_tests.test_cuda_fused_path_matches_float64(submissions["fused-ignores-padding"],
+                                                        case_named("self-padding"), torch.float16)
     message = str(failure.value)
     assert "fused=True" in message and "float16" in message and "padding mask" in message
     assert "Hint: matches attention without the padding mask" in message
@@ -179,14 +189,16 @@ def test_forcing_a_backend_reaches_the_students_call(submissions, cuda_tests):
     the backend really is forced inside the student's call, and each backend is graded."""
     case = case_named("self-padding-causal")
     for backend in ("flash", "math"):
-        cuda_tests.test_cuda_fused_path_matches_float64_on_each_backend(submissions["reference"], case, torch.float16, backend)
+        cuda_tests.test_cuda_fused_path_matches_float64_on_each_backend(submissions["reference"], case, torch.float16,
+                                                                        backend)
     both = submissions["fused-passes-mask-and-causal"]
     cuda_tests.test_cuda_fused_path_matches_float64_on_each_backend(both, case, torch.float16, "flash")
     with pytest.raises(AssertionError, match="Explicit attn_mask should not be set when is_causal=True"):
         cuda_tests.test_cuda_fused_path_matches_float64_on_each_backend(both, case, torch.float16, "math")
     for backend in ("efficient", "cudnn"):
         with pytest.raises(pytest.skip.Exception, match=f"the {backend} backend cannot run these inputs"):
-            cuda_tests.test_cuda_fused_path_matches_float64_on_each_backend(submissions["reference"], case, torch.float16, backend)
+            cuda_tests.test_cuda_fused_path_matches_float64_on_each_backend(submissions["reference"], case,
+                                                                            torch.float16, backend)
 
 
 # ---------------------------------------------------------------- the hidden suite on this machine
@@ -198,7 +210,8 @@ def test_without_a_gpu_every_cuda_test_skips_and_the_reference_still_scores_100(
                            "--submission", str(folder), f"--junitxml={report}", f"--results-json={results}"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    cuda = [c for c in ET.parse(report).getroot().iter("testcase") if c.get("classname", "").endswith("test_part6_cuda")]
+    cuda = [c for c in ET.parse(report).getroot().iter("testcase") if c.get("classname",
+                                                                            "").endswith("test_part6_cuda")]
     assert len(cuda) == 108
     reasons = {c.find("skipped").get("message", "") if c.find("skipped") is not None else "RAN" for c in cuda}
     assert reasons == {"needs a CUDA GPU; torch.cuda.is_available() is False here"}

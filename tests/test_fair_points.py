@@ -159,5 +159,6 @@ def test_a_misplaced_tensor_is_named_in_the_failure(gateways):
 
 
 def test_a_float64_result_computed_in_float32_gets_the_precision_hint(gateways):
-    _, message = outcome(hidden("test_part2_masking").test_float64_inputs_stay_float64, gateways["float32-softmax-cast-back"], {})
+    _, message = outcome(hidden("test_part2_masking").test_float64_inputs_stay_float64,
+                         gateways["float32-softmax-cast-back"], {})
     assert "size of float32 rounding" in message and "atol=1e-09, rtol=1e-07" in message

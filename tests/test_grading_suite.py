@@ -32,7 +32,8 @@ def test_the_reference_scores_100_with_every_test_passing(graded_zoo):
     failed = [t["name"] for t in results["tests"] if t["status"] == "failed"]
     assert not failed, failed
     for part, (score, most) in part_scores(results).items():   # per-test scores are rounded to 4 places
-        assert score == pytest.approx(PART_POINTS[part], abs=0.01) and most == pytest.approx(PART_POINTS[part], abs=0.01)
+        assert score == pytest.approx(PART_POINTS[part], abs=0.01) and most == pytest.approx(PART_POINTS[part],
+                                                                                             abs=0.01)
 
 
 def test_the_untouched_stubs_score_0(graded_zoo):
@@ -72,7 +73,8 @@ HINTS = {
     "scale-by-model-dim": "scale by the HEAD dim",
     "cross-attention-roles-swapped": "roles swapped? Queries come from x",
     "split-without-transpose": "without a transpose",
-    "dropout-in-eval": "dropout in eval mode",
+    "dropout-in-eval": "drop weights only when self.training is True",
+    "float32-softmax-cast-back": "the size of float32 rounding",
     "nan-on-fully-masked-rows": "must give zeros",
 }
 
@@ -81,6 +83,26 @@ HINTS = {
 def test_known_mistakes_are_named_in_the_feedback(graded_zoo, bug, words):
     outputs = failures(graded_zoo, f"bug-{bug}")
     assert any(words in output for output in outputs), f"no failure of {bug} says {words!r}:\n" + "\n".join(outputs[:5])
+
+
+def test_a_cascade_names_its_root_part_in_the_summary(graded_zoo):
+    output = graded_zoo.results["bug-merge-without-transpose"]["output"]
+    assert "Part 3 (Splitting and merging heads) fails; Parts 5 and 6 use it: fix it first" in output
+    assert "fix it first" not in graded_zoo.results[REFERENCE]["output"]
+
+
+def test_a_skip_says_skipped_once(graded_zoo):
+    outputs = [t["output"] for results in graded_zoo.results.values() for t in results["tests"]
+               if t["status"] == "skipped"]
+    assert outputs and not [o for o in outputs if o.count("Skipped:") != 1]
+
+
+def test_a_device_check_the_cpu_cannot_decide_is_skipped_and_worth_nothing(graded_zoo):
+    """Code that reads the lengths' values cannot run on the meta device: inconclusive, not failed."""
+    results = graded_zoo.results["variant-padding-mask-from-python-ints"]
+    device = next(t for t in results["tests"] if t["name"].endswith("test_padding_mask_on_the_lengths_device"))
+    assert device["status"] == "skipped" and device["score"] == device["max_score"] == 0
+    assert "inconclusive" in device["output"] and results["score"] == 100.0
 
 
 def test_feedback_never_prints_hidden_tensors(graded_zoo):
@@ -97,7 +119,8 @@ def test_feedback_never_prints_hidden_tensors(graded_zoo):
 
 def test_a_failure_says_what_is_wrong_in_plain_words(graded_zoo):
     outputs = failures(graded_zoo, "bug-split-without-transpose")
-    assert any(re.search(r"is wrong at \d+ of \d+ entries; first at index \(.*\): got .*, expected", o) for o in outputs)
+    assert any(re.search(r"is wrong at \d+ of \d+ entries; first at index \(.*\): got .*, expected",
+                         o) for o in outputs)
     shapes = failures(graded_zoo, "bug-cross-attention-roles-swapped")
     assert any(re.search(r"has shape \(.*\), expected \(.*\)", o) for o in shapes), shapes[:3]
 

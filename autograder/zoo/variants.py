@@ -5,7 +5,8 @@ from autograder.zoo import Sample, edit
 SOFTMAX = "    weights = torch.softmax(apply_mask(scores, mask), dim=-1)"
 ZERO_ROWS = "        weights = torch.where(has_visible_key, weights, torch.zeros_like(weights))"
 MANUAL = "            heads, _ = scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, dropout_p=dropout_p)"
-FUSED = "        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)"
+FUSED = ("        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, "
+         "is_causal=is_causal)")
 
 
 def _view_permute_heads() -> Sample:
@@ -34,11 +35,13 @@ VARIANTS = [
          "    masked = apply_mask(scores, mask)\n"
          "    shifted = (masked - masked.amax(dim=-1, keepdim=True)).exp()\n"
          "    weights = shifted / shifted.sum(dim=-1, keepdim=True)"),
-    edit("nan-to-num-for-empty-rows", None, "masking.py", ZERO_ROWS, "        weights = torch.nan_to_num(weights, nan=0.0)"),
+    edit("nan-to-num-for-empty-rows", None, "masking.py", ZERO_ROWS,
+         "        weights = torch.nan_to_num(weights, nan=0.0)"),
     edit("bernoulli-dropout", None, "masking.py", "        weights = F.dropout(weights, p=dropout_p, training=True)",
          "        keep = torch.rand(weights.shape, device=weights.device) >= dropout_p\n"
          "        weights = weights * keep / (1 - dropout_p)"),
-    edit("materialised-expanded-mask", None, "padding.py", "    return mask[:, None, None, :].expand(B, 1, num_queries, S)",
+    edit("materialised-expanded-mask", None, "padding.py",
+         "    return mask[:, None, None, :].expand(B, 1, num_queries, S)",
          "    return mask.reshape(B, 1, 1, S).repeat(1, 1, num_queries, 1)"),
     edit("loop-over-heads", None, "multihead.py", MANUAL,
          "            heads = torch.stack([scaled_dot_product_attention(\n"
@@ -46,7 +49,8 @@ VARIANTS = [
          "                is_causal=is_causal, dropout_p=dropout_p)[0] for h in range(self.num_heads)], dim=1)"),
     edit("fused-float-additive-mask", None, "multihead.py", FUSED,
          "        if mask is not None:\n"
-         "            mask = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill(~mask, float('-inf'))\n"
+         "            mask = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill(\n"
+         "                ~mask, float('-inf'))\n"
          + FUSED),
 ]
 
