@@ -7,6 +7,7 @@ from grading_tests import oracle
 from grading_tests.checks import expect_close, expect_dtype, expect_shape, expect_tensor, fail, randn, run_module
 from grading_tests.gateway import CallOptions, ModuleSpec
 from grading_tests.placement import run_module_placed
+from grading_tests.tolerance import agree
 
 # (B, L, S or None for self-attention, E, H, lengths or None, is_causal, bias). Only "no-bias" has
 # bias=False, so a module that ignores `bias` fails the tests about bias, not every test.
@@ -72,7 +73,7 @@ def module_output(student, init_kwargs, state, forward, *, fused=False, options=
 def expect_same_output(got, reference, what: str, why: str):
     """The same module run two ways must give the same numbers (float32 rounding apart)."""
     expect_shape(got, reference.shape, what)
-    if not torch.allclose(got.double(), reference.double(), atol=1e-5, rtol=1e-4, equal_nan=True):
+    if not agree(got, reference, atol=1e-5, rtol=1e-4):
         error = (got.double() - reference.double()).abs().nan_to_num(nan=float("inf")).max().item()
         fail(f"{what} differs from {why} (max abs difference {error:.3g})")
 

@@ -17,6 +17,7 @@ from grading_tests.checks import (
 )
 from grading_tests.gateway import CallOptions
 from grading_tests.placement import call_placed
+from grading_tests.tolerance import agree
 
 pytestmark = pytest.mark.part(2)
 
@@ -285,7 +286,7 @@ def test_rows_sum_to_one_over_visible_keys(student):
     mask = oracle.expand(oracle.padding([9, 4, 6]), 6)[:, 0]  # (3, 6, 9)
     _, weights = attend(student, q, k, v, mask)
     sums = weights.double().sum(-1)
-    if not torch.allclose(sums, torch.ones_like(sums), atol=1e-5):
+    if not agree(sums, torch.ones_like(sums), atol=1e-5):
         fail("attention weights do not sum to 1 over the visible keys of each query")
     if (weights[~mask] != 0).any():
         fail("a masked key got a non-zero attention weight")
@@ -298,7 +299,7 @@ def test_future_tokens_do_not_change_past_outputs(student):
     for t in (q2, k2, v2):
         t[:, 4:] += 10.0
     after, _ = attend(student, q2, k2, v2, is_causal=True)
-    if not torch.allclose(before[:, :4], after[:, :4], atol=1e-6):
+    if not agree(before[:, :4], after[:, :4], atol=1e-6):
         fail("with is_causal=True, changing tokens 4..6 changed the outputs of tokens 0..3: "
              "a query must not see keys after its own position")
 
@@ -313,7 +314,7 @@ def test_padded_keys_do_not_change_real_outputs(student):
         k2[b, n:] = randn(8 - n, 6, seed=69 + b, scale=5.0)
         v2[b, n:] = randn(8 - n, 4, seed=72 + b, scale=5.0)
     after, _ = attend(student, q.unsqueeze(1), k2.unsqueeze(1), v2.unsqueeze(1), mask)
-    if not torch.allclose(before, after, atol=1e-6):
+    if not agree(before, after, atol=1e-6):
         fail("changing the padded keys and values changed the output: padded tokens must get zero weight")
 
 
@@ -322,7 +323,7 @@ def test_self_attention_is_permutation_equivariant(student):
     perm = torch.tensor([3, 0, 6, 1, 5, 2, 4])
     out, _ = attend(student, x, x, x)
     permuted, _ = attend(student, x[:, perm], x[:, perm], x[:, perm])
-    if not torch.allclose(out[:, perm], permuted, atol=1e-5):
+    if not agree(out[:, perm], permuted, atol=1e-5):
         fail("without a mask, permuting the tokens should permute the outputs the same way")
 
 

@@ -19,6 +19,7 @@ from grading_tests.module_checks import (
     module_output,
     module_spec,
 )
+from grading_tests.tolerance import agree
 
 pytestmark = pytest.mark.part(5)
 
@@ -121,7 +122,7 @@ def test_padded_tokens_do_not_change_real_outputs(student):
         changed[b, n:] = randn(7 - n, 12, seed=651 + b, scale=5.0)
     after = module_output(student, init_kwargs, state, {**forward, "x": changed})
     for b, n in enumerate(lengths):
-        if not torch.allclose(before[b, :n], after[b, :n], atol=1e-5):
+        if not agree(before[b, :n], after[b, :n], atol=1e-5):
             fail(f"changing the padded tokens of sequence {b} changed the outputs of its real tokens: "
                  f"padded keys must get zero attention")
 
@@ -132,7 +133,7 @@ def test_future_tokens_do_not_change_past_outputs(student):
     changed = forward["x"].clone()
     changed[:, 3:] += 4.0
     after = module_output(student, init_kwargs, state, {**forward, "x": changed})
-    if not torch.allclose(before[:, :3], after[:, :3], atol=1e-5):
+    if not agree(before[:, :3], after[:, :3], atol=1e-5):
         fail("with is_causal=True, changing tokens 3.. changed the outputs of tokens 0..2")
 
 
@@ -141,7 +142,7 @@ def test_self_attention_is_permutation_equivariant(student):
     perm = torch.tensor([4, 2, 0, 3, 1])
     before = module_output(student, init_kwargs, state, forward)
     after = module_output(student, init_kwargs, state, {"x": forward["x"][:, perm]})
-    if not torch.allclose(before[:, perm], after, atol=1e-5):
+    if not agree(before[:, perm], after, atol=1e-5):
         fail("without masks, permuting the input tokens must permute the outputs the same way")
 
 

@@ -64,3 +64,9 @@ def as_float64(tensor: torch.Tensor) -> torch.Tensor:
 def looks_like_float32_rounding(got: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype) -> bool:
     """True when a float64 result misses float64's tolerance but is within float32's: computed in float32."""
     return dtype == torch.float64 and not grading_tolerance(torch.float32).violations(got, expected).any()
+
+
+def agree(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float = 1e-5) -> bool:
+    """Two results that must be equal up to float32 rounding (a submission against itself, for the
+    invariance tests): same shape and no entry outside Tolerance(atol, rtol) (rtol as torch.allclose's)."""
+    return got.shape == expected.shape and not Tolerance(atol, rtol).violations(got, expected).any()
