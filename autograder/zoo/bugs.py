@@ -1,31 +1,26 @@
 """Realistic wrong submissions, each with the part its bug lives in. Every one must lose points there."""
 from autograder.zoo import edit
-
-SCALE = "        scale = q.size(-1) ** -0.5"
-SCORES = "    return torch.matmul(q, k.transpose(-2, -1)) * scale"
-CAUSAL = "    return torch.ones(L, S, dtype=torch.bool, device=device).tril()"
-PADDING = "    return positions.unsqueeze(0) < lengths.unsqueeze(1)"
-FILL = '    return scores.masked_fill(~mask, float("-inf"))'
-SOFTMAX = "    weights = torch.softmax(apply_mask(scores, mask), dim=-1)"
-COMBINE = "        mask = causal if mask is None else mask & causal"
-ZERO_ROWS = "        weights = torch.where(has_visible_key, weights, torch.zeros_like(weights))"
-DROPOUT = "        weights = F.dropout(weights, p=dropout_p, training=True)"
-RETURN = "    return weights @ v, weights"
-SPLIT = "    return x.reshape(B, L, num_heads, E // num_heads).transpose(1, 2)"
-MERGE = "    return x.transpose(1, 2).reshape(B, L, H * D)"
-EXPAND = "    return mask[:, None, None, :].expand(B, 1, num_queries, S)"
-PROJECTIONS = ("        q = split_heads(self.q_proj(x), self.num_heads)\n"
-               "        k = split_heads(self.k_proj(source), self.num_heads)\n"
-               "        v = split_heads(self.v_proj(source), self.num_heads)\n")
-MHA_MASK = "        mask = None if padding_mask is None else expand_padding_mask(padding_mask, x.size(1))"
-MHA_DROPOUT = "        dropout_p = self.dropout if self.training else 0.0"
-MANUAL = "            heads, _ = scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, dropout_p=dropout_p)"
-FUSED = ("        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, "
-         "is_causal=is_causal)")
-FOLD = ("        if is_causal and mask is not None:\n"
-        "            # Not every SDPA backend takes attn_mask together with is_causal: fold them into one mask.\n"
-        "            mask = mask & causal_mask(q.size(-2), k.size(-2), device=q.device)\n"
-        "            is_causal = False\n")
+from autograder.zoo.reference_lines import (
+    CAUSAL,
+    COMBINE,
+    DROPOUT,
+    EXPAND,
+    FILL,
+    FOLD,
+    FUSED,
+    MANUAL,
+    MERGE,
+    MHA_DROPOUT,
+    MHA_MASK,
+    PADDING,
+    PROJECTIONS,
+    RETURN,
+    SCALE,
+    SCORES,
+    SOFTMAX,
+    SPLIT,
+    ZERO_ROWS,
+)
 
 BUGS = [
     # Part 1: scaled_scores

@@ -1,12 +1,17 @@
 """Correct solutions written differently from the reference. Every one must score exactly 100."""
 from autograder.samples import reference_source
 from autograder.zoo import Sample, edit
-
-SOFTMAX = "    weights = torch.softmax(apply_mask(scores, mask), dim=-1)"
-ZERO_ROWS = "        weights = torch.where(has_visible_key, weights, torch.zeros_like(weights))"
-MANUAL = "            heads, _ = scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, dropout_p=dropout_p)"
-FUSED = ("        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, "
-         "is_causal=is_causal)")
+from autograder.zoo.reference_lines import (
+    ATTENTION_BODY,
+    FOLD,
+    FUSED,
+    MANUAL,
+    MHA_MASK,
+    PADDING_BODY,
+    PROJECTIONS,
+    SOFTMAX,
+    ZERO_ROWS,
+)
 
 
 def _view_permute_heads() -> Sample:
@@ -56,23 +61,6 @@ VARIANTS = [
 
 
 # ---------------------------------------------------------------- idioms of real attention code
-
-PADDING_BODY = ("    lengths = torch.as_tensor(lengths, device=device)\n"
-                "    if max_len is None:\n"
-                "        max_len = int(lengths.max()) if lengths.numel() else 0\n"
-                "    positions = torch.arange(max_len, device=device)\n"
-                "    return positions.unsqueeze(0) < lengths.unsqueeze(1)\n")
-PROJECTIONS = ("        q = split_heads(self.q_proj(x), self.num_heads)\n"
-               "        k = split_heads(self.k_proj(source), self.num_heads)\n"
-               "        v = split_heads(self.v_proj(source), self.num_heads)\n")
-MHA_MASK = "        mask = None if padding_mask is None else expand_padding_mask(padding_mask, x.size(1))"
-FOLD = ("        if is_causal and mask is not None:\n"
-        "            # Not every SDPA backend takes attn_mask together with is_causal: fold them into one mask.\n"
-        "            mask = mask & causal_mask(q.size(-2), k.size(-2), device=q.device)\n"
-        "            is_causal = False\n")
-ATTENTION_BODY = ("    scores = scaled_scores(q, k, scale)\n"
-                  "    if is_causal:\n")
-
 
 def _edits(name: str, *changes: tuple[str, str, str]) -> Sample:
     """A variant made of several (module, old, new) edits, each applied exactly once."""
