@@ -82,6 +82,34 @@ def expect_shape(got, shape, what: str):
         fail(f"{what} has shape {tuple(got.shape)}, expected {tuple(shape)}")
 
 
+def expect_result(result: CallResult, shapes, what: str) -> CallResult:
+    """What every property test asks first: the call returned a result of the promised shape (for a
+    pair (output, weights), a shape each) that is not one value repeated. A property of something
+    that is not computed from the inputs is no property of the function (a cheat returning a constant
+    tensor gets nothing). Whether the values are right is left to the value tests."""
+    if shapes and isinstance(shapes[0], tuple):
+        pair = expect_pair(result.value, what)
+        for got, shape, name in zip(pair, shapes, ("output", "weights"), strict=True):
+            expect_shape(got, shape, f"the {name} of {what}")
+            expect_computed(got, f"the {name} of {what}")
+    else:
+        expect_shape(result.value, shapes, what)
+        expect_computed(result.value, what)
+    return result
+
+
+def expect_computed(got: torch.Tensor, what: str):
+    """Not one value repeated in every entry (every property test feeds inputs whose true result varies)."""
+    if got.device.type == "meta" or got.numel() < 2:
+        return
+    flat = got.detach().flatten()
+    first = flat[0]
+    same = torch.isnan(flat).all() if torch.isnan(first) else (flat == first).all()
+    if same:
+        fail(f"{what} holds the same value ({first.item()}) in every entry, for inputs whose result varies: "
+             f"return what the function computes from its inputs")
+
+
 def expect_dtype(got, dtype, what: str):
     if got.dtype != dtype:
         fail(f"{what} has dtype {got.dtype}, expected {dtype} (keep the input dtype: no .float()/.double() casts)")

@@ -4,7 +4,16 @@ from __future__ import annotations
 import torch
 
 from grading_tests import oracle
-from grading_tests.checks import expect_close, expect_dtype, expect_shape, expect_tensor, fail, randn, run_module
+from grading_tests.checks import (
+    expect_close,
+    expect_computed,
+    expect_dtype,
+    expect_shape,
+    expect_tensor,
+    fail,
+    randn,
+    run_module,
+)
 from grading_tests.gateway import CallOptions, ModuleSpec
 from grading_tests.placement import run_module_placed
 from grading_tests.tolerance import agree
@@ -66,8 +75,11 @@ def module_spec(init_kwargs, state, forward, *, fused=False, dtype=None, trainin
 def module_output(student, init_kwargs, state, forward, *, fused=False, options=CallOptions(), training=False):
     """The student's forward output, values unchecked (for the tests of other properties)."""
     spec = module_spec(init_kwargs, state, forward, fused=fused, training=training)
-    return expect_tensor(run_module(student, spec, options).output,
-                         f"the output of {describe_forward(init_kwargs, forward, fused, training)}")
+    output = run_module(student, spec, options).output
+    what = f"the output of {describe_forward(init_kwargs, forward, fused, training)}"
+    expect_shape(output, forward["x"].shape, what)
+    expect_computed(output, what)
+    return output
 
 
 def expect_same_output(got, reference, what: str, why: str):
@@ -210,4 +222,4 @@ def check_placement(student, seed, *, fused):
     for case in ("self-causal-padding", "cross-padding"):
         init_kwargs, state, forward = case_inputs(case, seed)
         spec = module_spec(init_kwargs, state, forward, fused=fused)
-        run_module_placed(student, spec, describe_forward(init_kwargs, forward, fused))
+        run_module_placed(student, spec, describe_forward(init_kwargs, forward, fused), forward["x"].shape)

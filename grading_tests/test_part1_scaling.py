@@ -9,8 +9,8 @@ from grading_tests.checks import (
     call,
     expect_close,
     expect_dtype,
+    expect_result,
     expect_shape,
-    expect_tensor,
     expect_unmodified,
     fail,
     randn,
@@ -79,8 +79,8 @@ def test_default_scale_uses_the_feature_size(student, E):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
 def test_keeps_the_input_dtype(student, dtype):
     q, k = randn(2, 5, 8, seed=17, dtype=dtype), randn(2, 3, 8, seed=18, dtype=dtype)
-    result = call(student, "scaled_scores", q, k)
-    expect_dtype(expect_tensor(result.value, "scaled_scores"), dtype, f"scaled_scores of {dtype} inputs")
+    result = expect_result(call(student, "scaled_scores", q, k), (2, 5, 3), f"scaled_scores of {dtype} inputs")
+    expect_dtype(result.value, dtype, f"scaled_scores of {dtype} inputs")
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -106,9 +106,9 @@ def test_gradients_agree_with_float64_math(student):
 
 def test_inputs_are_not_modified(student):
     q, k = randn(3, 4, 8, seed=22), randn(3, 6, 8, seed=23)
-    result = call(student, "scaled_scores", q, k)
+    result = expect_result(call(student, "scaled_scores", q, k), (3, 4, 6), "scaled_scores(q (3, 4, 8), k (3, 6, 8))")
     expect_unmodified(result, "scaled_scores", ["q", "k"])
 
 
 def test_works_on_the_inputs_device(student):
-    call_placed(student, "scaled_scores", randn(2, 3, 5, seed=24), randn(2, 4, 5, seed=25))
+    call_placed(student, "scaled_scores", randn(2, 3, 5, seed=24), randn(2, 4, 5, seed=25), shape=(2, 3, 4))

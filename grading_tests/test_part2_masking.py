@@ -10,6 +10,7 @@ from grading_tests.checks import (
     expect_dtype,
     expect_equal,
     expect_pair,
+    expect_result,
     expect_shape,
     expect_unmodified,
     fail,
@@ -52,7 +53,7 @@ def test_causal_mask_values(student, L, S):
 
 
 def test_causal_mask_on_the_requested_device(student):
-    call_placed(student, "causal_mask", 3, 5, device_argument=True)
+    call_placed(student, "causal_mask", 3, 5, shape=(3, 5), device_argument=True)
 
 
 # ---------------------------------------------------------------- padding_mask
@@ -86,11 +87,11 @@ def test_padding_mask_values(student, lengths, max_len, as_tensor):
 
 
 def test_padding_mask_on_the_lengths_device(student):
-    call_placed(student, "padding_mask", torch.tensor([2, 4, 1]), max_len=5)
+    call_placed(student, "padding_mask", torch.tensor([2, 4, 1]), max_len=5, shape=(3, 5))
 
 
 def test_padding_mask_on_the_requested_device(student):
-    call_placed(student, "padding_mask", [2, 4, 1], max_len=5, device_argument=True)
+    call_placed(student, "padding_mask", [2, 4, 1], max_len=5, shape=(3, 5), device_argument=True)
 
 
 # ---------------------------------------------------------------- apply_mask
@@ -145,11 +146,12 @@ def test_apply_mask_without_mask_returns_the_scores(student):
 
 def test_apply_mask_does_not_modify_its_inputs(student):
     scores, mask = randn(2, 3, 4, seed=35), randn(3, 4, seed=36) > 0
-    expect_unmodified(call(student, "apply_mask", scores, mask), "apply_mask", ["scores", "mask"])
+    result = expect_result(call(student, "apply_mask", scores, mask), (2, 3, 4), "apply_mask")
+    expect_unmodified(result, "apply_mask", ["scores", "mask"])
 
 
 def test_apply_mask_on_the_inputs_device(student):
-    call_placed(student, "apply_mask", randn(2, 3, 4, seed=37), randn(3, 4, seed=38) > 0)
+    call_placed(student, "apply_mask", randn(2, 3, 4, seed=37), randn(3, 4, seed=38) > 0, shape=(2, 3, 4))
 
 
 # ---------------------------------------------------------------- scaled_dot_product_attention
@@ -188,8 +190,14 @@ def check_attention(student, q, k, v, mask=None, *, is_causal=False, scale=None,
 def attend(student, q, k, v, mask=None, **kwargs):
     """The student's (output, weights) for one call, values unchecked (for tests of other properties)."""
     args = (q, k, v) if mask is None else (q, k, v, mask)
-    result = call(student, SDPA, *args, **kwargs)
-    return expect_pair(result.value, describe_call(SDPA, args, kwargs))
+    what = describe_call(SDPA, args, kwargs)
+    return expect_result(call(student, SDPA, *args, **kwargs), attention_shapes(q, k, v), what).value
+
+
+def attention_shapes(q, k, v):
+    """The shapes of (output, weights) that attention promises for these inputs."""
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    return (*batch, q.shape[-2], v.shape[-1]), (*batch, q.shape[-2], k.shape[-2])
 
 
 def lesson(values):
@@ -358,7 +366,7 @@ def test_float64_inputs_stay_float64(student):
 
 def test_runs_on_the_inputs_device(student):
     q, k, v = randn(2, 5, 4, seed=89), randn(2, 6, 4, seed=90), randn(2, 6, 3, seed=91)
-    call_placed(student, SDPA, q, k, v, _mask((2, 5, 6), 92), is_causal=True)
+    call_placed(student, SDPA, q, k, v, _mask((2, 5, 6), 92), is_causal=True, shape=attention_shapes(q, k, v))
 
 
 def test_manual_attention_does_not_call_torch_sdpa(student):
@@ -369,7 +377,8 @@ def test_manual_attention_does_not_call_torch_sdpa(student):
 def test_inputs_are_not_modified(student):
     q, k, v = randn(2, 5, 4, seed=97), randn(2, 6, 4, seed=98), randn(2, 6, 3, seed=99)
     mask = _mask((2, 5, 6), 100)
-    expect_unmodified(call(student, SDPA, q, k, v, mask), SDPA, ["q", "k", "v", "mask"])
+    result = expect_result(call(student, SDPA, q, k, v, mask), attention_shapes(q, k, v), SDPA)
+    expect_unmodified(result, SDPA, ["q", "k", "v", "mask"])
 
 
 DROPOUT_P = 0.3
@@ -379,7 +388,7 @@ def test_dropout_zeroes_weights_at_the_given_rate_and_rescales(student):
     q, k, v = randn(4, 24, 8, seed=101), randn(4, 20, 8, seed=102), randn(4, 20, 5, seed=103)
     result = call(student, SDPA, q, k, v, dropout_p=DROPOUT_P, options=CallOptions(seed=7))
     what = f"{SDPA}(..., dropout_p={DROPOUT_P})"
-    output, weights = expect_pair(result.value, what)
+    output, weights = expect_result(result, attention_shapes(q, k, v), what).value
     # The survivors are compared with this very function's weights without dropout: its values
     # are the value tests' business, dropout is this test's.
     _, clean = attend(student, q, k, v)
@@ -405,7 +414,8 @@ def test_no_dropout_when_dropout_p_is_zero(student):
     q, k, v = randn(2, 6, 8, seed=104), randn(2, 6, 8, seed=105), randn(2, 6, 8, seed=106)
     what = f"{SDPA}(..., dropout_p=0.0)"
     (output, weights), (other_output, other_weights) = (
-        expect_pair(call(student, SDPA, q, k, v, dropout_p=0.0, options=CallOptions(seed=seed)).value, what)
+        expect_result(call(student, SDPA, q, k, v, dropout_p=0.0, options=CallOptions(seed=seed)),
+                      attention_shapes(q, k, v), what).value
         for seed in (8, 9))
     if not (torch.equal(weights, other_weights) and torch.equal(output, other_output)):
         fail(f"{what} gave different results for two random seeds: with dropout_p=0.0 nothing is random")

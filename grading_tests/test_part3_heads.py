@@ -9,6 +9,7 @@ from grading_tests.checks import (
     expect_dtype,
     expect_equal,
     expect_raises,
+    expect_result,
     expect_tensor,
     expect_unmodified,
     fail,
@@ -122,17 +123,21 @@ def test_gradients_pass_through_split_and_merge(student):
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
 def test_keeps_the_dtype(student, dtype):
-    heads = call(student, "split_heads", randn(2, 5, 12, seed=236, dtype=dtype), 3).value
-    expect_dtype(expect_tensor(heads, "split_heads"), dtype, "split_heads")
-    merged = call(student, "merge_heads", randn(2, 3, 5, 4, seed=236, dtype=dtype)).value
-    expect_dtype(expect_tensor(merged, "merge_heads"), dtype, "merge_heads")
+    heads = expect_result(call(student, "split_heads", randn(2, 5, 12, seed=236, dtype=dtype), 3), (2, 3, 5, 4),
+                          "split_heads(x (2, 5, 12), 3)").value
+    expect_dtype(heads, dtype, "split_heads")
+    merged = expect_result(call(student, "merge_heads", randn(2, 3, 5, 4, seed=236, dtype=dtype)), (2, 5, 12),
+                           "merge_heads(x (2, 3, 5, 4))").value
+    expect_dtype(merged, dtype, "merge_heads")
 
 
 def test_runs_on_the_inputs_device(student):
-    call_placed(student, "split_heads", randn(2, 5, 12, seed=237), 3)
-    call_placed(student, "merge_heads", randn(2, 3, 5, 4, seed=238))
+    call_placed(student, "split_heads", randn(2, 5, 12, seed=237), 3, shape=(2, 3, 5, 4))
+    call_placed(student, "merge_heads", randn(2, 3, 5, 4, seed=238), shape=(2, 5, 12))
 
 
 def test_inputs_are_not_modified(student):
-    expect_unmodified(call(student, "split_heads", randn(2, 5, 12, seed=237), 3), "split_heads", ["x"])
-    expect_unmodified(call(student, "merge_heads", randn(2, 3, 5, 4, seed=239)), "merge_heads", ["x"])
+    split = expect_result(call(student, "split_heads", randn(2, 5, 12, seed=237), 3), (2, 3, 5, 4), "split_heads")
+    expect_unmodified(split, "split_heads", ["x"])
+    merged = expect_result(call(student, "merge_heads", randn(2, 3, 5, 4, seed=239)), (2, 5, 12), "merge_heads")
+    expect_unmodified(merged, "merge_heads", ["x"])

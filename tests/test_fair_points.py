@@ -14,7 +14,8 @@ import torch
 from autograder.samples import edited_reference, write_submission
 from autograder.zoo.bugs import BUGS
 from autograder.zoo.variants import VARIANTS
-from grading_tests.gateway import LocalGateway
+from grading_tests.gateway import LocalGateway, StudentError
+from grading_tests.placement import wants_values
 
 ZOO = {sample.name: sample.overrides for sample in BUGS + VARIANTS}
 # Mistakes written here to show what a reshaped test still catches.
@@ -28,6 +29,10 @@ EXTRA = {
         "        dropout_p = max(self.dropout, 0.2) if self.training else 0.0"),
     "dropout-at-p-zero": edited_reference(
         "masking.py", "    if dropout_p > 0.0:\n", "    if True:\n        dropout_p = max(dropout_p, 0.1)\n"),
+    # A stand-in of the right shape, dtype and device that computes nothing.
+    "split-returns-zeros": edited_reference(
+        "heads.py", "    return x.reshape(B, L, num_heads, E // num_heads).transpose(1, 2)",
+        "    return torch.zeros(B, num_heads, L, E // num_heads, dtype=x.dtype, device=x.device)"),
 }
 
 PASS, FAIL, SKIP = "passes", "fails", "is inconclusive"
@@ -101,6 +106,11 @@ CASES = [
     # E = 1 could not tell scaled from unscaled; every E left can.
     ("test_part1_scaling", "test_default_scale_uses_the_feature_size", {"E": 2}, "no-scale", FAIL),
     ("test_part1_scaling", "test_default_scale_uses_the_feature_size", {"E": 2}, "reference", PASS),
+    # A property is examined on a computed result only: a constant stand-in earns nothing.
+    ("test_part3_heads", "test_keeps_the_dtype", {"dtype": torch.float16}, "split-returns-zeros", FAIL),
+    ("test_part3_heads", "test_runs_on_the_inputs_device", {}, "split-returns-zeros", FAIL),
+    ("test_part3_heads", "test_inputs_are_not_modified", {}, "split-returns-zeros", FAIL),
+    ("test_part3_heads", "test_keeps_the_dtype", {"dtype": torch.float16}, "split-interleaved", PASS),
     # float64 computed in float32: the failure says so.
     ("test_part2_masking", "test_float64_inputs_stay_float64", {}, "float32-softmax-for-half-precision", PASS),
     ("test_part2_masking", "test_float64_inputs_stay_float64", {}, "float32-softmax-cast-back", FAIL),
@@ -162,3 +172,17 @@ def test_a_float64_result_computed_in_float32_gets_the_precision_hint(gateways):
     _, message = outcome(hidden("test_part2_masking").test_float64_inputs_stay_float64,
                          gateways["float32-softmax-cast-back"], {})
     assert "size of float32 rounding" in message and "atol=1e-09, rtol=1e-07" in message
+
+
+@pytest.mark.parametrize("error, inconclusive", [
+    (StudentError("RuntimeError", "Tensor.item() cannot be called on meta tensors"), True),
+    (StudentError("NotImplementedError", "Cannot copy out of meta tensor; no data!"), True),
+    (StudentError("RuntimeError", "Tensor on device meta is not on the expected device cpu!"), False),
+    # Raised by the grader, not by the student's code: never an excuse (a forged device claim).
+    (StudentError("ProtocolError", "the answer of causal_mask was refused: a result reported on meta arrived as "
+                                   "a cpu tensor"), False),
+    (StudentError("Timeout", "causal_mask did not finish within 10 s on meta"), False),
+    (StudentError("ValueError", "E=10 is not divisible by num_heads=3"), False),
+])
+def test_only_the_meta_devices_missing_values_make_a_device_check_inconclusive(error, inconclusive):
+    assert wants_values(error) is inconclusive
