@@ -7,6 +7,8 @@ and shows at most one wrong entry.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from grading_tests.gateway import CallOptions, CallResult, ModuleResult, ModuleSpec, StudentError
@@ -83,23 +85,25 @@ def expect_shape(got, shape, what: str):
 
 
 def expect_result(result: CallResult, shapes, what: str) -> CallResult:
-    """What every property test asks first: the call returned a result of the promised shape (for a
-    pair (output, weights), a shape each) that is not one value repeated. A property of something
-    that is not computed from the inputs is no property of the function (a cheat returning a constant
-    tensor gets nothing). Whether the values are right is left to the value tests."""
+    """What every property test asks first: the call returned a result with as many entries as the
+    promised shape (for a pair (output, weights), each), not one value repeated. A property of
+    something not computed from the inputs is no property of the function (a cheat returning a
+    constant gets nothing). The exact shape and the values are left to the value tests."""
     if shapes and isinstance(shapes[0], tuple):
         pair = expect_pair(result.value, what)
         for got, shape, name in zip(pair, shapes, ("output", "weights"), strict=True):
-            expect_shape(got, shape, f"the {name} of {what}")
-            expect_computed(got, f"the {name} of {what}")
+            expect_computed(got, shape, f"the {name} of {what}")
     else:
-        expect_shape(result.value, shapes, what)
-        expect_computed(result.value, what)
+        expect_computed(result.value, shapes, what)
     return result
 
 
-def expect_computed(got: torch.Tensor, what: str):
-    """Not one value repeated in every entry (every property test feeds inputs whose true result varies)."""
+def expect_computed(got, shape, what: str):
+    """A tensor with the entries of `shape`, not one value repeated in all of them (every property test
+    feeds inputs whose true result varies; meta tensors hold no values to look at)."""
+    expect_tensor(got, what)
+    if got.numel() != math.prod(shape):
+        fail(f"{what} has shape {tuple(got.shape)} ({got.numel()} entries), expected {tuple(shape)}")
     if got.device.type == "meta" or got.numel() < 2:
         return
     flat = got.detach().flatten()
