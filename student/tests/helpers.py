@@ -123,12 +123,12 @@ def pytorch_attention(module, num_heads, x, context=None, padding_mask=None, is_
         if has_bias:
             pytorch.in_proj_bias.copy_(torch.cat([module.q_proj.bias, module.k_proj.bias, module.v_proj.bias]))
             pytorch.out_proj.bias.copy_(module.out_proj.bias)
-    source = x if context is None else context
+    keys_from = context if context is not None else x
     hidden = None
     if is_causal:
-        hidden = ~torch.ones(x.size(1), source.size(1), dtype=torch.bool).tril()
+        hidden = ~torch.ones(x.size(1), keys_from.size(1), dtype=torch.bool).tril()
     ignored_keys = None if padding_mask is None else ~padding_mask
     with torch.no_grad():
-        output, _ = pytorch.eval()(x, source, source, key_padding_mask=ignored_keys, attn_mask=hidden,
+        output, _ = pytorch.eval()(x, keys_from, keys_from, key_padding_mask=ignored_keys, attn_mask=hidden,
                                    need_weights=False)
     return output
