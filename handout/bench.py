@@ -214,7 +214,10 @@ def run(config: Config):
 
 
 def number(value: float) -> str:
-    return f"{value:.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.3g}"
+    for floor, digits in ((100, 0), (10, 1), (1, 2)):
+        if value >= floor:
+            return f"{value:.{digits}f}"
+    return f"{value:.3g}"
 
 
 def table(config: Config, results: dict) -> str:

@@ -5,6 +5,7 @@ Mistakes are planted in the reference's solution bodies (autograder.samples.edit
 reference itself passes every public check (tests/test_core.py).
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -193,3 +194,13 @@ def test_the_plain_pytorch_oracle_of_the_checks_matches_the_reference_module():
     for inputs in ({}, {"is_causal": True}, {"context": context, "padding_mask": real},
                    {"padding_mask": real[:, :5], "is_causal": True}):
         torch.testing.assert_close(helpers.pytorch_attention(module, 3, x, **inputs), module(x, **inputs))
+
+
+@pytest.mark.slow
+def test_a_pytest_configuration_around_the_handout_does_not_change_the_counts(tmp_path):
+    # `-ra` needs pytest's terminal plugin (which the table switches off) and `-x` would stop at the first failure.
+    folder = write_submission(tmp_path / "configured", solution=False)
+    (folder / "pytest.ini").write_text("[pytest]\naddopts = -x -ra\n")
+    code, rows, output = check_table(folder)
+    assert code == 1 and "could not run" not in output, output
+    assert all(re.search(r"  0/([2-9]|\d\d)  ", rows[str(part)]) for part in range(1, 7)), output
