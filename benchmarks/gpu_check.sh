@@ -128,13 +128,13 @@ for name in "${VARIANTS[@]}"; do judge_suite "$name" pass; done
 for name in "${BUGS[@]}"; do judge_suite "$name" fail; done
 
 # The benchmark with the reference solution: its student/ package is the one on the path.
-echo "== benchmark: python -m student.bench --device cuda (reference solution)"
+echo "== benchmark: python handout/bench.py --device cuda (reference solution)"
 bench_rc=0
-(cd "$WORK/subs/reference" && PYTHONPATH="$WORK/subs/reference" "$PYTHON" -m student.bench --device cuda \
+(cd "$WORK/subs/reference" && PYTHONPATH="$WORK/subs/reference" "$PYTHON" "$REPO/handout/bench.py" --device cuda \
     --out "$RESULTS_DIR/bench-cuda.png" --json "$RESULTS_DIR/bench-cuda.json") | tee "$RESULTS_DIR/bench-cuda.txt" \
     || bench_rc=$?
 if [[ $bench_rc -ne 0 ]]; then
-    PROBLEMS+=("benchmark: python -m student.bench --device cuda exited $bench_rc")
+    PROBLEMS+=("benchmark: python handout/bench.py --device cuda exited $bench_rc")
 elif grep -qE "^  (manual|fused|SDPA): |DISAGREE" "$RESULTS_DIR/bench-cuda.txt"; then
     PROBLEMS+=("benchmark: the reference solution reported a problem (see $RESULTS_DIR/bench-cuda.txt)")
 fi

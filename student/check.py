@@ -1,37 +1,42 @@
 """Run the public checks and print one line per part.
 
-    python -m student.check            # every part
+    python -m student.check            # every part, and your own tests in student/tests/
     python -m student.check --part 3   # Part 3 only
     python -m student.check -v         # pytest's own report too
 
+Each row says how many checks of the part pass and why the first failing one fails. "not
+implemented yet" means the function still raises its stub's NotImplementedError; any other
+error is shown as the error it is, with the function and line of your code it came from.
+Your own tests in student/tests/ are run too: a test with a part marker
+(`@pytest.mark.part3`) counts in that part's row, one without in the row "your own checks".
 Exit status 0 only when every selected check passes.
 """
 import argparse
 import pathlib
 import re
+import subprocess
 import sys
 
 import pytest
 
-from student.parts import PARTS
+from student.parts import BUILDS_ON, PARTS, is_stub_error
 
-TESTS_DIR = pathlib.Path(__file__).resolve().parent / "tests"
+PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
+TESTS_DIR = PACKAGE_DIR / "tests"
+OWN = "own"   # the row of the student's own tests that carry no part marker
+OWN_TITLE = "your own checks"
 
 
 class PartTally:
-    """A pytest plugin that counts passed tests and keeps the first failure of each part."""
+    """A pytest plugin that keeps the selected checks, counts passes and keeps the first failure of each row."""
 
-    def __init__(self):
-        self.passed = {number: 0 for number in PARTS}
-        self.total = {number: 0 for number in PARTS}
-        self.first_failure: dict[int, str] = {}
-        self.unloadable: dict[int, str] = {}   # part -> why its checks could not even be loaded
-
-    def pytest_collectreport(self, report):
-        # A check file that cannot be imported (a syntax error in the module it tests, say).
-        found = re.search(r"test_part(\d+)_", report.nodeid)
-        if report.failed and found and int(found.group(1)) in PARTS:
-            self.unloadable.setdefault(int(found.group(1)), collection_reason(report))
+    def __init__(self, parts, include_own: bool):
+        self.parts, self.include_own = list(parts), include_own
+        rows = [*self.parts, OWN] if include_own else self.parts
+        self.passed = dict.fromkeys(rows, 0)
+        self.total = dict.fromkeys(rows, 0)
+        self.first_failure: dict = {}
+        self.unloadable: dict = {}   # row -> why its checks could not even be loaded
 
     @staticmethod
     def _part(item) -> int | None:
@@ -40,29 +45,75 @@ class PartTally:
                 return number
         return None
 
+    def _row(self, item):
+        part = self._part(item)
+        if part is None:
+            return OWN if self.include_own else None
+        return part if part in self.parts else None
+
+    def pytest_collection_modifyitems(self, config, items):
+        kept = [item for item in items if self._row(item) is not None]
+        dropped = [item for item in items if self._row(item) is None]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+    def pytest_collectreport(self, report):
+        # A check file that cannot be imported (a syntax error in the module it tests, say).
+        if not report.failed:
+            return
+        found = re.search(r"test_part(\d+)_", report.nodeid)
+        if found and int(found.group(1)) in PARTS:
+            part = int(found.group(1))
+            if part in self.parts:
+                self.unloadable.setdefault(part, collection_reason(report))
+        elif self.include_own:
+            name = pathlib.PurePath(report.nodeid.split("::")[0]).name or report.nodeid
+            self.unloadable.setdefault(OWN, f"{name}: {collection_reason(report)}")
+
     def pytest_runtest_makereport(self, item, call):
         # The test's own outcome is decided in the "call" phase; a setup error also counts.
         if call.when == "call" or (call.when == "setup" and call.excinfo is not None):
-            part = self._part(item)
-            if part is None:
+            row = self._row(item)
+            if row is None:
                 return
-            self.total[part] += 1
+            self.total[row] += 1
             if call.excinfo is None:
-                self.passed[part] += 1
-            elif part not in self.first_failure:
-                self.first_failure[part] = f"{item.name}: {plain_reason(call.excinfo)}"
+                self.passed[row] += 1
+            elif row not in self.first_failure:
+                self.first_failure[row] = f"{item.name}: {plain_reason(call.excinfo)}"
+
+    def failing(self, row) -> bool:
+        """A part fails when a check fails, cannot load or none ran; the own row only when one fails."""
+        if row in self.unloadable or self.passed[row] < self.total[row]:
+            return True
+        return row != OWN and self.total[row] == 0
+
+    def shown_rows(self) -> list:
+        """Every selected part, and the own row when there is something to say."""
+        return [row for row in self.total if row != OWN or self.total[row] or row in self.unloadable]
 
 
 def plain_reason(excinfo) -> str:
     """One line that says why a check failed, without a traceback."""
     error = excinfo.value
-    if isinstance(error, NotImplementedError):
+    if is_stub_error(error):
         return f"not implemented yet ({error})"
     text = str(error).strip().splitlines()
     first = text[0] if text else ""
     if isinstance(error, AssertionError):
         return first or "assertion failed"
-    return f"{type(error).__name__}: {first}" if first else type(error).__name__
+    reason = f"{type(error).__name__}: {first}" if first else type(error).__name__
+    return reason + where_in_your_code(excinfo)
+
+
+def where_in_your_code(excinfo) -> str:
+    """' (in split_heads, heads.py line 20)': the last frame of the traceback inside the student package."""
+    for entry in reversed(excinfo.traceback):
+        path = pathlib.Path(str(entry.path)).resolve()
+        if path.is_relative_to(PACKAGE_DIR) and not path.is_relative_to(TESTS_DIR):
+            return f" (in {entry.name}, {path.relative_to(PACKAGE_DIR).as_posix()} line {entry.lineno + 1})"
+    return ""
 
 
 def collection_reason(report) -> str:
@@ -74,38 +125,61 @@ def collection_reason(report) -> str:
     return f"could not load the checks: {reason}" + (f" ({where[-1][0]}, line {where[-1][1]})" if where else "")
 
 
-def render_table(tally: PartTally, parts) -> str:
+def render_table(tally: PartTally) -> str:
     rows = [("Part", "Title", "Passed", "First failure")]
-    for number in parts:
-        title = PARTS[number][0]
-        if number in tally.unloadable:
-            rows.append((str(number), title, "0/?", tally.unloadable[number]))
-            continue
-        if tally.total[number] == 0:
-            rows.append((str(number), title, "-", "no check ran"))
-            continue
-        done = f"{tally.passed[number]}/{tally.total[number]}"
-        rows.append((str(number), title, done, tally.first_failure.get(number, "")))
+    for row in tally.shown_rows():
+        number, title = ("-", OWN_TITLE) if row == OWN else (str(row), PARTS[row][0])
+        if row in tally.unloadable:
+            rows.append((number, title, "0/?", tally.unloadable[row]))
+        elif tally.total[row] == 0:
+            rows.append((number, title, "-", "no check ran"))
+        else:
+            rows.append((number, title, f"{tally.passed[row]}/{tally.total[row]}", tally.first_failure.get(row, "")))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    lines = []
-    for row in rows:
-        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths)) + "  " + row[3])
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True)) + "  " + row[3]
+             for row in rows]
     lines.insert(1, "-" * min(100, len(lines[0]) + 20))
-    return "\n".join(lines)
+    return "\n".join(lines + fix_first_notes(tally))
+
+
+def fix_first_notes(tally: PartTally) -> list[str]:
+    """For a written part that fails while an earlier part its code calls fails too: fix that one first."""
+    notes = []
+    for part in tally.parts:
+        earlier = [d for d in BUILDS_ON[part] if d in tally.parts and tally.failing(d)]
+        still_a_stub = "not implemented yet" in tally.first_failure.get(part, "")
+        if tally.failing(part) and earlier and not still_a_stub:
+            if len(earlier) == 1:
+                names = f"Part {earlier[0]}, which fails"
+            else:
+                names = f"Parts {', '.join(map(str, earlier[:-1]))} and {earlier[-1]}, which fail"
+            notes.append(f"Part {part} calls your {names} too: fix {'that' if len(earlier) == 1 else 'those'} first.")
+    return ["", *notes] if notes else []
 
 
 def run_checks(parts, verbose=False) -> tuple[bool, str]:
-    """Run the public tests of the given parts; returns (all passed, table)."""
-    tally = PartTally()
-    marker = " or ".join(f"part{number}" for number in parts)
-    args = [str(TESTS_DIR), "-m", marker, "-p", "no:cacheprovider", "--continue-on-collection-errors"]
+    """Run the public tests of the given parts (and the student's own unmarked tests when every part is
+    selected); returns (all passed, table)."""
+    parts = sorted(parts)
+    tally = PartTally(parts, include_own=parts == sorted(PARTS))
+    # -o addopts=: options a pytest configuration around the folder adds (-x, -ra) would change the counts.
+    args = [str(TESTS_DIR), "-o", "addopts=", "-p", "no:cacheprovider", "--continue-on-collection-errors"]
     args += ["-q"] if verbose else ["-p", "no:terminal"]
     exit_code = pytest.main(args, plugins=[tally])
     if exit_code in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
         raise SystemExit(f"the checks could not run (pytest exit code {int(exit_code)})")
-    all_passed = all(tally.total[n] > 0 and tally.passed[n] == tally.total[n] and n not in tally.unloadable
-                     for n in parts)
-    return all_passed, render_table(tally, parts)
+    return not any(tally.failing(row) for row in tally.total), render_table(tally)
+
+
+def check_in_fresh_process(*parts: int) -> str:
+    """What `python -m student.check --part N ...` prints, run in a new Python process so that it
+    sees your files as last saved (the notebook's check() cells), with whatever went to stderr."""
+    command = [sys.executable, "-m", "student.check", *(f"--part={part}" for part in parts)]
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=PACKAGE_DIR.parent)
+    text = proc.stdout.rstrip()
+    if proc.stderr.strip():
+        text += f"\n\nPrinted on stderr (exit status {proc.returncode}):\n{proc.stderr.rstrip()}"
+    return text
 
 
 def main(argv=None) -> int:

@@ -1,7 +1,9 @@
-"""The parts of the assignment: their numbers, titles and the graded names in each.
+"""The parts of the assignment: their numbers, titles, the graded names in each, and what each builds on.
 
 The local checks (student.check) print their table in this order.
 """
+import re
+
 PARTS = {
     1: ("Scaling", ("scaled_scores",)),
     2: ("Masking and attention weights", ("causal_mask", "padding_mask", "apply_mask", "scaled_dot_product_attention")),
@@ -11,6 +13,12 @@ PARTS = {
     6: ("Parity with PyTorch's fused SDPA", ("MultiHeadAttention._fused_attention",)),
 }
 
+# The earlier parts whose functions a part's code calls: a failure there shows up here too.
+BUILDS_ON = {1: (), 2: (1,), 3: (), 4: (), 5: (2, 3, 4), 6: (3, 4, 5)}
+
+# What every stub raises until it is written (the stubs are generated with exactly this text).
+_STUB_MESSAGE = re.compile(r"Part (\d+): ([\w.]+) is not implemented yet")
+
 
 def part_of(qualname: str) -> int:
     """The part a graded function or method belongs to."""
@@ -18,3 +26,17 @@ def part_of(qualname: str) -> int:
         if qualname in names:
             return number
     raise KeyError(f"{qualname} belongs to no part")
+
+
+def is_stub_message(text: str) -> bool:
+    """True for the text a stub raises: "Part N: <name> is not implemented yet"."""
+    return _STUB_MESSAGE.fullmatch(text) is not None
+
+
+def is_stub_error(error: BaseException) -> bool:
+    """True only for a stub's own `NotImplementedError("Part N: <name> is not implemented yet")`.
+
+    PyTorch raises NotImplementedError too (an operation a dtype does not support, say): that
+    is a real error in written code, not a part left to do.
+    """
+    return isinstance(error, NotImplementedError) and is_stub_message(str(error))

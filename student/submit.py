@@ -15,6 +15,8 @@ import pathlib
 import sys
 import zipfile
 
+from student.parts import is_stub_message
+
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 WORK_DIR = PACKAGE_DIR.parent
 NOTEBOOK = "attention.ipynb"
@@ -24,20 +26,32 @@ SKIPPED = {"__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints"}
 SIZE_WARNING_BYTES = 5 * 1024 * 1024
 
 # Otter needs one notebook in a submission; this stands in when yours is not next to student/.
-PLACEHOLDER_NOTEBOOK = """{"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["attention.ipynb was not found when this submission was made; only student/ is graded."]}],
+PLACEHOLDER_NOTEBOOK = """{"cells": [{"cell_type": "markdown", "metadata": {},
+   "source": ["attention.ipynb was not found when this submission was made; only student/ is graded."]}],
  "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
  "nbformat": 4, "nbformat_minor": 4}
 """
 
 
 def _is_stub_body(body) -> bool:
-    """True for a function body that still holds the stub's own `raise NotImplementedError(...)` line."""
+    """True for a function body that still holds the stub's own
+    `raise NotImplementedError("Part N: <name> is not implemented yet")` line."""
     for statement in body:
-        if isinstance(statement, ast.Raise) and statement.exc is not None:
-            raised = statement.exc.func if isinstance(statement.exc, ast.Call) else statement.exc
-            if isinstance(raised, ast.Name) and raised.id == "NotImplementedError":
-                return True
+        call = statement.exc if isinstance(statement, ast.Raise) else None
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "NotImplementedError"
+                and call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)
+                and is_stub_message(call.args[0].value)):
+            return True
     return False
+
+
+def _stubbed_functions(node, prefix: str):
+    """Qualified names (Class.method) of the functions under node that are still stubs."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.ClassDef):
+            yield from _stubbed_functions(child, f"{prefix}{child.name}.")
+        elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_stub_body(child.body):
+            yield f"{prefix}{child.name}"
 
 
 def unimplemented(package_dir: pathlib.Path = PACKAGE_DIR) -> list[str]:
@@ -49,15 +63,7 @@ def unimplemented(package_dir: pathlib.Path = PACKAGE_DIR) -> list[str]:
         except SyntaxError as error:
             found.append(f"{path.name}: does not parse ({error.msg}, line {error.lineno})")
             continue
-
-        def visit(node, prefix):
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.ClassDef):
-                    visit(child, f"{prefix}{child.name}.")
-                elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_stub_body(child.body):
-                    found.append(f"{path.stem}.{prefix}{child.name}")
-
-        visit(tree, "")
+        found += [f"{path.stem}.{name}" for name in _stubbed_functions(tree, "")]
     return found
 
 

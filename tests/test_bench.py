@@ -1,21 +1,26 @@
-"""`python -m student.bench`: the benchmark runs on a full solution, on the stubs and on half-done work.
+"""handout/bench.py (`python bench.py` in the handout): runs on a full solution, on the stubs and on half-done work.
 
 Each run is `--quick` (tiny sizes) in a child process whose cwd and PYTHONPATH are a submission
 folder, as a student runs it. Nothing here asserts a wall-clock time: only that every cell is
 there, and that memory behaves as the lesson says (the manual path's grows faster than L).
 """
-import importlib
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+import zipfile
 
 import pytest
 import torch
 
+from autograder import build_cli
+from autograder.paths import REPO
 from autograder.samples import edited_reference, write_submission
 
-FUSED_CALL = "        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)"
+BENCH = REPO / "handout" / "bench.py"
+FUSED_CALL = ("        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, "
+              "is_causal=is_causal)")
 FUSED_STUB = '        raise NotImplementedError("Part 6: MultiHeadAttention._fused_attention is not implemented yet")'
 INIT_STUB = "Part 5: MultiHeadAttention.__init__ is not implemented yet"
 COLUMNS = ("L", "manual ms", "fused ms", "SDPA ms", "time manual/fused",
@@ -23,18 +28,21 @@ COLUMNS = ("L", "manual ms", "fused ms", "SDPA ms", "time manual/fused",
 
 
 def bench_module():
-    return importlib.import_module("student.bench")
+    spec = importlib.util.spec_from_file_location("handout_bench", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def run_bench(folder, tmp_path, *extra):
     plot, figures = tmp_path / "plot.png", tmp_path / "figures.json"
     env = dict(os.environ, PYTHONPATH=str(folder))
     proc = subprocess.run(
-        [sys.executable, "-m", "student.bench", "--quick", "--device", "cpu", "--out", str(plot), "--json", str(figures),
-         *extra],
+        [sys.executable, str(BENCH), "--quick", "--device", "cpu", "--out", str(plot), "--json", str(figures), *extra],
         cwd=folder, env=env, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "no PNG plot was written"
+    assert "Traceback" not in proc.stderr, proc.stderr
     return proc.stdout, json.loads(figures.read_text())
 
 
@@ -45,7 +53,7 @@ def table_rows(stdout):
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if line.startswith("|") and cells[0].isdigit():
             assert len(cells) == len(COLUMNS), line
-            rows[int(cells[0])] = dict(zip(COLUMNS, cells))
+            rows[int(cells[0])] = dict(zip(COLUMNS, cells, strict=True))
     return rows
 
 
@@ -56,7 +64,7 @@ def test_quick_run_on_the_reference_shows_the_manual_paths_quadratic_memory(tmp_
     lengths = list(bench_module().QUICK["lengths"])
     rows = table_rows(stdout)
     assert sorted(rows) == lengths, stdout
-    for length, row in rows.items():
+    for row in rows.values():
         for column in COLUMNS[1:]:
             float(row[column])   # every cell is a number: nothing failed, nothing is missing
     first, last = lengths[0], lengths[-1]
@@ -85,6 +93,7 @@ def test_quick_run_on_the_stubs_names_what_is_missing_and_still_measures_sdpa(tm
         assert row["manual ms"] == row["fused ms"] == row["manual MiB"] == row["fused MiB"] == "n/i"
         assert float(row["SDPA ms"]) > 0 and float(row["SDPA MiB"]) > 0
     assert set(figures["problems"]) == {"manual", "fused"}
+    assert "fused and manual agree" not in stdout
 
 
 @pytest.mark.slow
@@ -93,7 +102,7 @@ def test_half_done_work_runs_the_finished_path_and_names_the_missing_part(tmp_pa
     stdout, figures = run_bench(folder, tmp_path, "--lengths", "32,128")
     rows = table_rows(stdout)
     assert sorted(rows) == [32, 128]
-    assert "Part 6: MultiHeadAttention._fused_attention is not implemented yet" in stdout
+    assert "fused: not implemented yet: Part 6: MultiHeadAttention._fused_attention is not implemented yet" in stdout
     for row in rows.values():
         assert row["fused ms"] == "n/i" and row["time manual/fused"] == "-"
         assert float(row["manual ms"]) > 0 and float(row["manual MiB"]) > 0 and float(row["SDPA MiB"]) > 0
@@ -110,25 +119,43 @@ def test_out_of_memory_is_a_table_cell_not_a_crash():
                 raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
             return x * 2
 
-    states = {name: bench.PathState(name) for name in bench.PATHS}
+    problems, results = {}, {name: {} for name in bench.PATHS}
     modules = {"manual": RunsOutAt16(), "fused": RunsOutAt16()}
-    results = {name: {} for name in bench.PATHS}
     for length in config.lengths:
         for name in bench.PATHS:
-            results[name][length] = bench.measure(name, config, modules, length, states[name], {})
+            results[name][length] = bench.measure(name, config, modules, length, problems, {})
     assert [results["manual"][length].status for length in config.lengths] == ["ok", "OOM", "OOM"]
     assert results["sdpa"][32].status == "ok"
     rows = table_rows(bench.table(config, results))
     assert rows[16]["manual ms"] == rows[32]["fused MiB"] == "OOM" and rows[16]["memory manual/fused"] == "-"
-    text = bench.report(config, results, states, [], [])
-    assert "manual at L=16: out of memory" in text and "not tried: out of memory already at L=16" in text
+    text = bench.report(config, results, problems, [], None)
+    assert "manual out of memory from L=16 on" in text
+    assert "\n  manual: " not in text, "running out of memory is not a problem of the student's code"
+
+
+def test_pytorchs_own_not_implemented_error_is_an_error_not_a_missing_part():
+    bench = bench_module()
+    try:
+        torch.ones(2) & torch.ones(2)   # PyTorch: "bitwise_and_cpu" not implemented for 'Float'
+    except NotImplementedError as error:
+        status, why = bench.problem(error)
+    assert status == "error" and why.startswith("raised NotImplementedError"), why
+    assert bench.problem(NotImplementedError("Part 6: MultiHeadAttention._fused_attention is not implemented yet"))[0] \
+        == "n/i"
 
 
 @pytest.mark.slow
 def test_asking_for_cuda_without_a_gpu_is_a_clear_error(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    proc = subprocess.run([sys.executable, "-m", "student.bench", "--device", "cuda", "--no-plot"],
+    proc = subprocess.run([sys.executable, str(BENCH), "--device", "cuda", "--no-plot"],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path,
                           env=dict(os.environ, PYTHONPATH=str(write_submission(tmp_path / "stubs", solution=False))))
     assert proc.returncode == 2 and "torch.cuda.is_available() is False" in proc.stderr
+
+
+def test_handout_carries_the_benchmark_beside_student_and_the_graded_package_does_not(dist):
+    with zipfile.ZipFile(dist / build_cli.HANDOUT_NAME) as zf:
+        names = zf.namelist()
+        assert zf.read("bench.py") == BENCH.read_bytes()
+    assert not [name for name in names if name.startswith("student/") and "bench" in name], names

@@ -3,6 +3,7 @@ student version that runs end to end on the reference solution with every check 
 import ast
 import os
 import re
+import shutil
 
 import nbformat
 import pytest
@@ -38,20 +39,53 @@ def outputs_text(cell) -> str:
     return "".join(parts)
 
 
-@pytest.fixture(scope="module")
-def executed(tmp_path_factory):
-    """The student notebook (otter assign output), run in a folder holding the reference solution."""
-    root = tmp_path_factory.mktemp("notebook")
-    folder = write_submission(root / "work")
-    path = packaging.student_notebook(MASTER, folder / MASTER.name)
-    notebook = nbformat.read(path, as_version=4)
-    # A decoy student/ package (the stubs) on PYTHONPATH: the notebook must use the one next to it.
-    decoy = write_submission(root / "decoy", solution=False)
-    env = {**os.environ, "PYTHONPATH": str(decoy)}
+def execute(notebook_path, folder, env=None):
+    notebook = nbformat.read(notebook_path, as_version=4)
     NotebookClient(notebook, timeout=300, kernel_name="python3",
                    resources={"metadata": {"path": str(folder)}}).execute(env=env)
     notebook.metadata["work_folder"] = str(folder)
     return notebook
+
+
+@pytest.fixture(scope="module")
+def student_version(tmp_path_factory):
+    """The student notebook, as otter assign writes it for the handout."""
+    return packaging.student_notebook(MASTER, tmp_path_factory.mktemp("assigned") / MASTER.name)
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory, student_version):
+    """The student notebook run in a folder holding the reference solution."""
+    root = tmp_path_factory.mktemp("notebook")
+    folder = write_submission(root / "work")
+    shutil.copyfile(student_version, folder / MASTER.name)
+    # A decoy student/ package (the stubs) on PYTHONPATH: the notebook must use the one next to it.
+    decoy = write_submission(root / "decoy", solution=False)
+    return execute(folder / MASTER.name, folder, env={**os.environ, "PYTHONPATH": str(decoy)})
+
+
+@pytest.fixture(scope="module")
+def executed_on_stubs(tmp_path_factory, student_version):
+    """The student notebook run on the untouched handout: every cell must run."""
+    folder = write_submission(tmp_path_factory.mktemp("stubs") / "work", solution=False)
+    shutil.copyfile(student_version, folder / MASTER.name)
+    return execute(folder / MASTER.name, folder, env=dict(os.environ))
+
+
+def all_output(notebook) -> str:
+    return "\n".join(outputs_text(cell) for cell in notebook.cells)
+
+
+def solution_cells(notebook) -> list[str]:
+    """The sources of the cells between `# BEGIN SOLUTION` and `# END SOLUTION` raw cells."""
+    found, inside = [], False
+    for cell in notebook.cells:
+        marker = cell.source.strip() if cell.cell_type == "raw" else ""
+        if marker in ("# BEGIN SOLUTION", "# END SOLUTION"):
+            inside = marker == "# BEGIN SOLUTION"
+        elif inside:
+            found.append(cell.source)
+    return found
 
 
 def test_master_is_valid_otter_assign_input():
@@ -77,7 +111,8 @@ def test_notebook_defines_no_graded_function_and_imports_the_student_package():
 
 
 def test_graded_name_detection_is_not_vacuous():
-    sneaky = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("%autoreload 2\ndef split_heads(x, h):\n    return x")])
+    cell = nbformat.v4.new_code_cell("%autoreload 2\ndef split_heads(x, h):\n    return x")
+    sneaky = nbformat.v4.new_notebook(cells=[cell])
     tree = ast.parse(code_of(sneaky))
     assert {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)} & GRADED_NAMES == {"split_heads"}
 
@@ -102,15 +137,61 @@ def test_notebook_runs_without_errors_on_the_students_own_code(executed):
 
 
 def test_notebook_shows_the_hand_computed_numbers(executed):
-    text = "\n".join(outputs_text(cell) for cell in executed.cells)
+    text = all_output(executed)
     for number in ("0.8808, 0.1192", "5.6569, 2.8284", "0.9442, 0.0558", "3.0558", "0.7311, 0.2689",
-                   "0.1503, 0.8497", "0.0067, 0.9930, 0.0003", "(3, 3, 8, 8)", "1.0100", "3.4991"):
+                   "0.1503, 0.8497", "0.0067, 0.9930, 0.0003", "(3, 3, 8, 8)", "1.0100", "3.4991",
+                   "1.3022, 1.1991"):
         assert number in text, number
+    # The cross-attention example states its expected values, and the student's module prints all three results.
+    master = "\n".join(cell.source for cell in nbformat.read(MASTER, as_version=4).cells)
+    assert "[[1.3022, 1.1991], [0.3983, 0.7889]]" in master
+    assert text.count("1.3022, 1.1991") == 2 and "your cross-attention" in text
 
 
 def test_notebook_draws_its_pictures(executed):
     images = [o for cell in executed.cells for o in cell.get("outputs", [])
               if o.output_type == "display_data" and "image/png" in o.data]
     # Figures: scaling effect, the three masks, worked-example heatmap, the student's heatmap, head colours,
-    # mask expansion, the module's three heatmaps.
-    assert len(images) >= 7
+    # mask expansion, the data flow of the module, the module's three heatmaps, the trained heads' maps.
+    assert len(images) >= 9
+
+
+def test_the_epilogue_trains_the_students_module_to_reverse_sequences(executed):
+    text = all_output(executed)
+    found = re.search(r"accuracy on 1000 new sequences: ([\d.]+)% of digits, ([\d.]+)% of whole sequences", text)
+    assert found, text[-2000:]
+    # Measured: 100% of digits and of sequences (600 seeded steps); 95% leaves room for other CPUs' rounding.
+    assert float(found.group(1)) >= 95.0 and float(found.group(2)) >= 80.0, found.group(0)
+    maps = next(cell for cell in executed.cells if "attention_weights(" in cell.source and "hooks" in cell.source)
+    assert any("image/png" in o.get("data", {}) for o in maps.outputs), "no attention maps of the trained heads"
+
+
+def test_on_the_stubs_every_cell_runs_and_the_epilogue_skips_itself(executed_on_stubs):
+    errors = [o for cell in executed_on_stubs.cells for o in cell.get("outputs", []) if o.output_type == "error"]
+    assert not errors, [f"{o.ename}: {o.evalue}" for o in errors]
+    text = all_output(executed_on_stubs)
+    assert "Skipped: the epilogue needs your MultiHeadAttention (Part 5)." in text
+    assert "Traceback" not in text and "accuracy on" not in text
+    assert "not implemented yet (Part 1: scaled_scores is not implemented yet)" in text
+
+
+def test_questions_have_answers_only_in_the_instructors_version(student_version):
+    master = nbformat.read(MASTER, as_version=4)
+    answers = solution_cells(master)
+    assert len(answers) == 4 and all(answer.startswith("**Answer.**") for answer in answers), answers
+    handed_out = nbformat.read(student_version, as_version=4)
+    sources = "\n".join(cell.source for cell in handed_out.cells)
+    assert "**Answer.**" not in sources
+    for answer in answers:
+        assert answer not in sources and answer.splitlines()[0] not in sources
+    prompts = [cell.source for cell in handed_out.cells if "**Question" in cell.source]
+    assert len(prompts) == 4
+    assert sources.count("_Type your answer here, replacing this text._") == 4
+
+
+def test_student_facing_text_speaks_to_students():
+    text = "\n".join(cell.source for cell in nbformat.read(MASTER, as_version=4).cells
+                     if cell.cell_type == "markdown").lower()
+    for phrase in ("source notebook", "typo", "divide by sqrt(e)", "prints both results"):
+        assert phrase not in text, phrase
+    assert "each head attends with the scale" in text and "float64 inputs are computed in float64" in text

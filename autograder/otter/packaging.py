@@ -41,17 +41,10 @@ BYTECODE = ("__pycache__", "*.pyc")
 # The student package in the handout: everything in student/ except bytecode.
 HANDOUT_PACKAGE_SKIP = (*BYTECODE, ".pytest_cache", ".hypothesis")
 
-STUDENT_README = """\
-# Attention in PyTorch
-
-    pip install -r requirements.txt
-    jupyter lab attention.ipynb            # the lesson; fill in student/*.py as it says
-    python -m student.check                # the public checks, one line per part
-    python -m student.submit               # checks, then writes attention-submission.zip
-
-Upload attention-submission.zip to Gradescope. Only the `student/` package is graded,
-by hidden tests that check much more than the public ones.
-"""
+# What the handout carries beside student/ and the notebook: its README and the (ungraded) benchmark.
+HANDOUT_DIR = REPO / "handout"
+STUDENT_README = (HANDOUT_DIR / "README.md").read_text()
+HANDOUT_EXTRAS = ("bench.py",)
 
 
 def placeholder_notebook() -> str:
@@ -142,7 +135,7 @@ def part_matches(name: str, patterns) -> bool:
 
 
 def build_handout(zip_path: pathlib.Path, notebook: pathlib.Path) -> pathlib.Path:
-    """The student handout: student/ package, the student notebook, requirements.txt, README.md."""
+    """The student handout: student/ package, the student notebook, requirements.txt, README.md, bench.py."""
     check_stubs_are_generated()
     assert set(GRADED_MODULES) <= {p.name for p in STUDENT_DIR.glob("*.py")}
     zip_path.parent.mkdir(parents=True, exist_ok=True)
@@ -151,6 +144,8 @@ def build_handout(zip_path: pathlib.Path, notebook: pathlib.Path) -> pathlib.Pat
         zf.write(notebook, NOTEBOOK_NAME)
         zf.writestr("requirements.txt", student_requirements())
         zf.writestr("README.md", STUDENT_README)
+        for name in HANDOUT_EXTRAS:
+            zf.write(HANDOUT_DIR / name, name)
     return zip_path
 
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from student import scaled_scores
-from student.tests.helpers import check_shape, check_values, t
+from student.tests.helpers import check_dtype, check_shape, check_values, t
 
 pytestmark = pytest.mark.part1
 
@@ -31,3 +31,9 @@ def test_leading_dims_broadcast():
     # Q (3, 8, 4) against K (3, 3, 8, 4): the batch dims broadcast like matmul.
     q, k = torch.ones(3, 8, 4), torch.ones(3, 3, 8, 4)
     check_shape(scaled_scores(q, k), (3, 3, 8, 8), "scaled_scores(q (3,8,4), k (3,3,8,4))")
+
+
+def test_float64_scores_stay_float64():
+    q, k = torch.ones(1, 8, dtype=torch.float64), torch.ones(2, 8, dtype=torch.float64)
+    check_dtype(scaled_scores(q, k), torch.float64, "scaled_scores(float64 q, float64 k)",
+                "float64 inputs must never be computed in a lower precision")
