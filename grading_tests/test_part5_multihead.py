@@ -29,9 +29,6 @@ def test_parameters_are_exactly_the_four_projections(student, bias):
         wrong = sorted(n for n in set(expected) & set(built.parameters) if built.parameters[n] != expected[n])
         fail(f"MultiHeadAttention({E}, 3, bias={bias}) parameters differ from four nn.Linear({E}, {E}, bias={bias}) "
              f"named q_proj, k_proj, v_proj, out_proj: missing {missing}, unexpected {extra}, wrong shape {wrong}")
-    not_linear = {n: c for n, c in built.submodules.items() if n.endswith("_proj") and c != "Linear"}
-    if not_linear:
-        fail(f"the projections must be nn.Linear; got {not_linear}")
     init_kwargs, state, forward = case_inputs("self", 500)
     init_kwargs["bias"] = bias
     state = oracle.random_state(12, bias, 501)
@@ -63,9 +60,12 @@ def test_gradients_agree_with_float64_math(student, case):
     check_gradients(student, case, 600 + len(case), fused=False)
 
 
-def test_manual_path_does_not_call_torch_attention(student):
-    check_module(student, *case_inputs("self-causal-padding", 610), options=CallOptions(forbid_fused=True))
-    check_module(student, *case_inputs("cross-padding", 611), options=CallOptions(forbid_fused=True))
+@pytest.mark.weight(0)
+def test_manual_path_calling_torch_attention_is_flagged_not_graded(student):
+    """Worth no points: a manual path (fused=False) that calls torch's scaled_dot_product_attention or
+    nn.MultiheadAttention is flagged for the instructor, since code can hide such a call from any check."""
+    check_module(student, *case_inputs("self-causal-padding", 610), options=CallOptions(attention="manual"))
+    check_module(student, *case_inputs("cross-padding", 611), options=CallOptions(attention="manual"))
 
 
 def test_causal_cross_attention_is_rejected(student):

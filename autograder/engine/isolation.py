@@ -160,10 +160,7 @@ def probe(scratch_parent: str) -> Plan:
     submission = os.path.join(scratch_parent, "probe-submission")
     scratch = os.path.join(scratch_parent, "probe-scratch")
     os.makedirs(submission, exist_ok=True)
-    os.makedirs(scratch, exist_ok=True)
     uid = sandbox_uid(os.getpid()) if plan.has("uid") else None
-    if uid is not None:
-        os.chown(scratch, uid, uid)
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -181,8 +178,7 @@ def probe(scratch_parent: str) -> Plan:
         answer = handle.read()
     processes.reap([pid])
     clean_folder(scratch, uid)
-    for path in (bait,):
-        os.unlink(path)
+    os.unlink(bait)
     os.rmdir(submission)
     try:
         failures = [tuple(f) for f in json.loads(answer)]
@@ -310,6 +306,10 @@ def lock(plan: Plan, box: Box, *, strict: bool = True) -> list[tuple[str, str]]:
             failures.append((layer, _why(error)))
             return False
 
+    if not plan.has("mnt"):     # the box's one writable folder is on the host: its own, empty
+        os.mkdir(box.scratch, 0o700)
+        if box.uid is not None:
+            os.chown(box.scratch, box.uid, box.uid)
     own_proc = attempt("mnt", lambda: _private_mounts(box, with_proc=plan.has("pid")))
     attempt("ipc", lambda: _bound_ipc(box.limits))
     apply_sandbox_limits(box.limits)
@@ -324,6 +324,7 @@ def lock(plan: Plan, box: Box, *, strict: bool = True) -> list[tuple[str, str]]:
             failures.append(("landlock", _why(error)))
     if plan.has("uid"):
         attempt("uid", lambda: _become(box.uid))
+        kernel.prctl(kernel.PR_SET_PDEATHSIG, 9)   # a change of user id clears it: die with the parent still
     elif plan.userns and any(plan.has(layer) for layer in NAMESPACES):
         kernel.drop_all_capabilities()    # root of the user namespace no more: no mount, no unshare, nothing
         kernel.prctl(kernel.PR_SET_NO_NEW_PRIVS, 1)   # and no exec gives any capability back

@@ -4,6 +4,8 @@ from __future__ import annotations
 import sys
 import time
 
+from autograder.engine.sanitize import printable
+
 
 class Progress:
     def __init__(self, total: int, skipped: int, stream=None):
@@ -38,7 +40,7 @@ class Progress:
         if self.interactive:
             self.stream.write("\r" + self.line() + "\033[K")
         elif last:
-            self.stream.write(f"{self.line()} | {last}\n")
+            self.stream.write(f"{self.line()} | {printable(last, limit=80)}\n")
         self.stream.flush()
 
     def close(self) -> None:
