@@ -9,10 +9,10 @@ import shutil
 import tempfile
 import time
 
-from autograder.engine import gradebook, isolation, processes, submissions, worker
+from autograder.engine import gradebook, isolation, processes, submissions
 from autograder.engine.limits import Limits
 from autograder.engine.outcome import Outcome
-from autograder.engine.pool import Template
+from autograder.engine.pool import Settings, Template
 from autograder.engine.progress import Progress
 from autograder.paths import REPO
 
@@ -46,7 +46,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None)
     os.chmod(sandbox_root, 0o711)   # a sandbox may enter its own folder, never list the others
     trusted_root = tempfile.mkdtemp(prefix="autograder-trusted-")
     plan = isolation.probe(sandbox_root)
-    template = Template(worker.Settings(limits, plan, sandbox_root, trusted_root))   # before reading the class
+    template = Template(Settings(limits, plan, sandbox_root, trusted_root))   # before reading the class
     try:
         out = pathlib.Path(out)
         (out / "results").mkdir(parents=True, exist_ok=True)
@@ -82,7 +82,7 @@ def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier
     waiting = collections.deque(todo)
     running = {}   # result fd -> (submission, job)
     rows: list[dict] = []
-    allowed = limits.budget + worker.GRACE + SAFETY_MARGIN
+    allowed = limits.budget + limits.grace + SAFETY_MARGIN
 
     def record(submission, outcome: Outcome):
         attempts = gradebook.attempts_before(out, submission.slug) + 1 if outcome.engine_failure else 1

@@ -27,6 +27,7 @@ class Limits:
     timeout_strikes: int = 2            # timeouts of one function before it is no longer called
     refusal_strikes: int = 3            # refused (malformed or forged) answers of one function, likewise
     trusted_memory_bytes: int = 8 << 30  # the trusted grading process's own address space
+    grace: float = 60.0                 # wall-clock seconds of pytest's own work allowed beyond the budget
 
     @property
     def call_wall_timeout(self) -> float:

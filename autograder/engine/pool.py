@@ -2,22 +2,32 @@
 
 The template is forked before the batch reads anything about the class (names, sources,
 earlier scores), so a worker (and every sandbox it forks) holds nothing about other
-students in memory. It warms itself up (pytest, torch's common paths) while the batch goes
-on. One process per submission also means a worker that dies takes only its own submission
+students in memory. The batch itself never imports torch: the template does, and warms
+itself up (pytest, torch's common paths), while the batch goes on. One process per submission also means a worker that dies takes only its own submission
 with it: the batch sees the result pipe close without an outcome.
 """
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import struct
 import sys
 from dataclasses import dataclass, field
 
-from autograder.engine import processes, worker
+from autograder.engine import isolation, processes
+from autograder.engine.limits import Limits
 from autograder.engine.outcome import Outcome
 
 PID = struct.Struct("!q")
+
+
+@dataclass(frozen=True)
+class Settings:
+    limits: Limits
+    plan: isolation.Plan  # the layers every sandbox applies (isolation.probe)
+    sandbox_root: str     # 0711: sandboxes can enter their own folder but list nothing
+    trusted_root: str     # 0700: the trusted processes' scratch space
 
 
 @dataclass
@@ -38,7 +48,7 @@ class Job:
 class Template:
     """A forked process with torch, pytest and the sandbox's code loaded and warm, and nothing else."""
 
-    def __init__(self, settings: worker.Settings):
+    def __init__(self, settings: Settings):
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         parent = os.getpid()
         self.pid = os.fork()
@@ -60,20 +70,29 @@ class Template:
         return Job(PID.unpack(reply)[0], read_end, deadline)
 
     def close(self) -> None:
-        self.control.close()   # the template sees EOF, waits for its workers and exits
+        """After the last job the template's workers are all done, so it goes at once (it may still be warming
+        up for jobs that will not come); on an interrupted run its workers go with it (parent-death signal)."""
+        self.control.close()
+        os.kill(self.pid, signal.SIGKILL)
         os.waitpid(self.pid, 0)
 
 
-def _template_main(control: socket.socket, settings: worker.Settings, parent: int) -> None:
+def _template_main(control: socket.socket, settings: Settings, parent: int) -> None:
     code = 0
     try:
+        from autograder.engine import worker   # torch and pytest: in the template, never in the batch
+
         processes.die_with_parent(parent)
         sys.argv[:] = ["autograder-template"]
         worker.prepare_template(meta=False)   # the first worker starts sooner; its sandboxes warm up themselves
+        served = 0
         while True:
             message, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 1)
             if not message or len(fds) != 1:
                 break
+            if served:
+                worker.prepare_template()    # the rest, once a second worker is wanted: from then on all start warm
+            served += 1
             source = os.fsdecode(message)
             template = os.getpid()
             pid = os.fork()
@@ -82,7 +101,6 @@ def _template_main(control: socket.socket, settings: worker.Settings, parent: in
                 _worker_main(source, fds[0], settings, template)
             os.close(fds[0])
             control.sendall(PID.pack(pid))
-            worker.prepare_template()        # the rest, once: every later worker starts warm
             processes.reap(block=False)
         processes.reap(block=True)
     except BaseException:  # noqa: BLE001 - the batch notices the closed socket
@@ -91,9 +109,11 @@ def _template_main(control: socket.socket, settings: worker.Settings, parent: in
         os._exit(code)
 
 
-def _worker_main(source: str, result_fd: int, settings: worker.Settings, parent: int) -> None:
+def _worker_main(source: str, result_fd: int, settings: Settings, parent: int) -> None:
     code = 0
     try:
+        from autograder.engine import worker
+
         processes.die_with_parent(parent)
         os.setpgid(0, 0)   # the batch can kill this worker and its trusted process in one go
         data = worker.grade_one(source, settings, private_fds=(result_fd,)).to_json().encode()

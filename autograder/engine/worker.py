@@ -17,14 +17,12 @@ import shutil
 import socket
 import tempfile
 import time
-from dataclasses import dataclass
 
 from autograder.engine import isolation, processes, sandbox, submissions, trusted
 from autograder.engine.client import PID
-from autograder.engine.limits import Limits
 from autograder.engine.outcome import Outcome
+from autograder.engine.pool import Settings
 
-GRACE = 60.0   # seconds of pytest's own work allowed beyond the student's budget
 _prepared = False
 
 
@@ -38,14 +36,6 @@ def prepare_template(*, meta: bool = True) -> None:
         _prepared = True
     if meta:
         sandbox.warm_up_meta()
-
-
-@dataclass(frozen=True)
-class Settings:
-    limits: Limits
-    plan: isolation.Plan  # the layers every sandbox applies (isolation.probe)
-    sandbox_root: str     # 0711: sandboxes can enter their own folder but list nothing
-    trusted_root: str     # 0700: the trusted processes' scratch space
 
 
 def grade_one(source: str, settings: Settings, private_fds=()) -> Outcome:
@@ -88,7 +78,7 @@ def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fd
         processes.die_with_parent(worker)
         trusted.run(theirs, work_dir, settings.limits, settings.plan)
     theirs.close()
-    deadline = time.monotonic() + settings.limits.budget + GRACE
+    deadline = time.monotonic() + settings.limits.budget + settings.limits.grace
     boxes = Boxes(settings, private_dir, pid)
     try:
         exit_status, killed = _serve(ours, pid, boxes, deadline)
@@ -96,7 +86,7 @@ def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fd
         ours.close()
         boxes.close()
     if killed:
-        limit = settings.limits.budget + GRACE
+        limit = settings.limits.budget + settings.limits.grace
         return Outcome("timeout", f"grading took longer than {limit:g} s and was stopped")
     try:
         with open(os.path.join(work_dir, "result.json")) as handle:
