@@ -11,8 +11,8 @@ what each one stops:
   queues and POSIX queues are the box's own, bounded, and destroyed with it.
 - net: its own network namespace: a loopback that is down, nothing else: no network at all.
 - mnt: its own mount namespace. /tmp is a private tmpfs of bounded size (its scratch folder and
-  home, with /var/tmp and /dev/shm bound to it), the submission a read-only bind inside it: every
-  file the box writes counts against one bound and vanishes with it; nothing to clean up.
+  home, with /var/tmp, /dev/shm and /run/lock bound to it), the submission a read-only bind inside
+  it: every file the box writes counts against one bound and vanishes with it; nothing to clean up.
 - landlock: a filesystem allowlist (kernel 5.13+, no root needed): read the Python installation,
   system libraries and the submission, write the scratch folder, nothing else: no other copy of
   the hidden tests, no grader output; no TCP; from ABI 6, no signal leaves the box.
@@ -49,7 +49,7 @@ UID_BASE = 1_000_000
 BOX_TMP = "/tmp"
 BOX_SUBMISSION = "/tmp/submission"
 BOX_HOME = "/tmp/home"
-BOUND_TO_TMP = ("/var/tmp", "/dev/shm")
+BOUND_TO_TMP = ("/var/tmp", "/dev/shm", "/run/lock", "/var/lock")   # those that exist and anyone may write
 SYSTEM_LIBRARIES = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib", "/etc/ld.so.cache")
 # Where a box without its own mounts can leave files (cleaned as its own user afterwards).
 SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")
@@ -349,9 +349,11 @@ def _private_mounts(box: Box, *, with_proc: bool) -> None:
         kernel.mount(f"/proc/self/fd/{submission}", BOX_SUBMISSION, None, kernel.MS_BIND | kernel.MS_REC)
         kernel.mount(None, BOX_SUBMISSION, None, kernel.MS_BIND | kernel.MS_REMOUNT | kernel.MS_RDONLY
                      | kernel.MS_NOSUID | kernel.MS_NODEV)
-        for target in BOUND_TO_TMP:
-            if os.path.isdir(target):
+        bound = set()
+        for target in map(os.path.realpath, BOUND_TO_TMP):
+            if target not in bound and os.path.isdir(target) and os.stat(target).st_mode & 0o002:
                 kernel.mount(BOX_TMP, target, None, kernel.MS_BIND)
+                bound.add(target)
     finally:
         os.close(submission)
     if with_proc:

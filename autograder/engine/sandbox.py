@@ -137,10 +137,10 @@ def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan) -> 
         sys.dont_write_bytecode = True
         sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)
         sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)
+        warm_up_meta()   # before the tripwires take torch's fingerprint: torch's lazy imports rewrap functions
         wires = tripwires.Tripwires([submission, home, *isolation.installation_roots()],
                                     {"executor": executor, "protocol": protocol, "messages": messages,
                                      "sandbox": _SELF})
-        warm_up_meta()
         wires.install()
         serve(sock, wires)
     except BaseException:  # noqa: BLE001 - the sandbox ends here whatever happened

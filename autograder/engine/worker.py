@@ -142,9 +142,9 @@ class Boxes:
                 processes.kill_user(box.uid)
             else:
                 processes.kill_children_except({self.trusted_pid, *self.live})
+        if box.uid is not None and not (self.plan.has("mnt") and self.plan.has("landlock")):
+            isolation.clean_shared_folders(box.uid)   # as its own user: nothing else can be touched
         if not self.plan.has("mnt"):
-            if box.uid is not None:
-                isolation.clean_shared_folders(box.uid)
             isolation.clean_folder(box.scratch, box.uid)
 
     def reap(self, block: bool = False) -> int | None:
