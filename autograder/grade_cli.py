@@ -17,9 +17,11 @@ from autograder.engine.limits import Limits
 def parser() -> argparse.ArgumentParser:
     defaults = Limits()
     p = argparse.ArgumentParser(prog="python -m autograder grade", description=__doc__.split("\n\n")[1])
-    p.add_argument("paths", nargs="+", metavar="PATH", help="a submission (folder or .zip), a folder of them, or a Gradescope export")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="a submission (folder or .zip), a folder of them, or a Gradescope export")
     p.add_argument("--out", required=True, help="output folder (created; reused to resume)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="submissions graded at once (default: the core count)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="submissions graded at once (default: the core count)")
     p.add_argument("--timeout", type=float, default=defaults.call_timeout,
                    help=f"CPU seconds one call into student code may take (default {defaults.call_timeout:g}); "
                         f"{defaults.wall_factor:g} times that of wall-clock time")

@@ -149,7 +149,7 @@ def same_values(before: torch.Tensor, after) -> bool:
 
 def mutated_positions(args, after) -> list[int]:
     """Positions of tensor arguments (the caller's own copies) whose values differ after the call."""
-    return [i for i, (sent, back) in enumerate(zip(args, after))
+    return [i for i, (sent, back) in enumerate(zip(args, after, strict=False))
             if isinstance(sent, torch.Tensor) and not same_values(sent, back)]
 
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import pytest
 
 from autograder.adversarial import (
-    escapes,
     Expectation,
+    escapes,
     ipc_objects_with_key,
     posix_queue_exists,
     processes_running,
@@ -221,7 +221,8 @@ def sandbox_users_leftovers(mine: str) -> dict[str, list]:
     for kind in ("shm", "msg", "sem"):
         lines = pathlib.Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
         header = lines[0].split()
-        ipc += [f"{kind} {line}" for line in lines[1:] if line.split() and int(line.split()[header.index("uid")]) >= first]
+        owner = header.index("uid")
+        ipc += [f"{kind} {line}" for line in lines[1:] if line.split() and int(line.split()[owner]) >= first]
     files = []
     for folder in isolation.SHARED_WRITABLE:
         for root, dirs, names in os.walk(folder):
@@ -296,7 +297,8 @@ def test_the_cheats_score_when_the_grader_shares_their_process(zoo, tmp_path):
     if isolation.privileged():
         folders["cheat-steal-reference"] = zoo.root / "cheat-steal-reference"
     with ThreadPoolExecutor(2) as pool:
-        scores = dict(zip(folders, pool.map(lambda folder: _score_in_process(folder, tmp_path), folders.values())))
+        scores = dict(zip(folders, pool.map(lambda folder: _score_in_process(folder, tmp_path), folders.values()),
+                          strict=True))
     assert all(score > 0 for score in scores.values()), scores
     assert scores["cheat-solution-only-as-bytecode-zip"] == 100.0
     assert all(zoo.rows()[name]["score"] == 0.0 for name in folders)

@@ -3,6 +3,7 @@ student text made safe, and row names that never collide (fast, no grading)."""
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import re
 import zipfile
@@ -125,7 +126,7 @@ def _zip(path, entries):
 def test_zip_oddities_are_errors_with_a_message(tmp_path, entries, why):
     private = tmp_path / "private"
     private.mkdir()
-    with pytest.warns(UserWarning) if any(n == m for (n, _), (m, _) in zip(entries, entries[1:])) else _nothing():
+    with pytest.warns(UserWarning) if any(n == m for (n, _), (m, _) in itertools.pairwise(entries)) else _nothing():
         archive = _zip(tmp_path / "odd.zip", entries)
     with pytest.raises(submissions.SubmissionError, match=why):
         submissions.unpack(str(archive), str(private))

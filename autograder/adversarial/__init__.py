@@ -28,8 +28,8 @@ from autograder.adversarial.expectations import (
 )
 from autograder.samples import write_submission
 
-__all__ = ["Expectation", "entries", "ipc_objects_with_key", "markers_folder", "posix_queue_exists", "processes_running",
-           "read_rows",
+__all__ = ["Expectation", "entries", "ipc_objects_with_key", "markers_folder", "posix_queue_exists",
+           "processes_running", "read_rows",
            "remove_planted", "result_files", "verify", "write_adversarial_zoo"]
 
 CONTROLS = [
@@ -47,7 +47,7 @@ def markers_folder(root) -> pathlib.Path:
 
 
 def entries(root, *, isolated: bool | None = None) -> list[Entry]:
-    """Every zoo entry; those that would really hurt an unisolated grader only when isolated (default: running as root)."""
+    """Every zoo entry; those that would really hurt an unisolated grader only when isolated (default: as root)."""
     isolated = os.geteuid() == 0 if isolated is None else isolated
     context = Context(pathlib.Path(root).resolve(), markers_folder(root))
     found = [*CONTROLS, *cheats.entries(context), *abuse.entries(context), *inputs.entries(context),

@@ -34,7 +34,8 @@ from autograder.samples import edited_reference, reference_source, write_submiss
 
 RUN_AT_IMPORT = "\nfrom ._attack import run as _run_attack\n\n_run_attack()\n"
 HOG_MARK = "autograder-hog-of-a-submission"
-MANUAL_CALL = "            heads, _ = scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, dropout_p=dropout_p)"
+MANUAL_CALL = ("            heads, _ = scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, "
+               "dropout_p=dropout_p)")
 MANUAL_VIA_SDPA = "            heads = self._fused_attention(q, k, v, mask, is_causal, dropout_p)"
 MANUAL_VIA_HIDDEN_SDPA = ("            with torch._C.DisableTorchFunction():\n"
                           "                heads = self._fused_attention(q, k, v, mask, is_causal, dropout_p)")
@@ -63,8 +64,9 @@ def _at_import(name: str, *, solution: bool, **fields):
     def write(dest, context: Context):
         init = (STUDENT_DIR / "__init__.py").read_text() + RUN_AT_IMPORT
         values = {"key": str(ipc_key(context)), "litter": litter_name(context), "mark": HOG_MARK, **fields}
-        write_submission(dest, solution=solution, overrides={"__init__.py": init, "_attack.py": payload(name, context, **values),
-                                                             "_common.py": payload("_common", context)})
+        overrides = {"__init__.py": init, "_attack.py": payload(name, context, **values),
+                     "_common.py": payload("_common", context)}
+        write_submission(dest, solution=solution, overrides=overrides)
         if name == "symlink_bait":
             bait = context.markers / "bait"
             bait.mkdir(mode=0o700, exist_ok=True)
@@ -154,8 +156,8 @@ def entries(context: Context) -> list[Entry]:
               lambda dest, _c: write_submission(dest, overrides=edited_reference("multihead.py", MANUAL_CALL,
                                                                                  MANUAL_VIA_SDPA))),
         Entry(Expectation("cheat-sdpa-hidden-from-the-watch", "cheat", "graded",
-                          "the same, hidden from the watcher (DisableTorchFunction): gains nothing over its honest twin",
-                          score=100.0, baseline="bug-sdpa-in-manual-path"),
+                          "the same, hidden from the watcher (DisableTorchFunction): gains nothing over its twin",
+                          score=100.0, no_better_than="bug-sdpa-in-manual-path"),
               lambda dest, _c: write_submission(dest, overrides=edited_reference("multihead.py", MANUAL_CALL,
                                                                                  MANUAL_VIA_HIDDEN_SDPA))),
         Entry(Expectation("cheat-read-a-world-readable-clone", "cheat", "graded",

@@ -32,9 +32,11 @@ class Expectation:
     forbidden_ipc_key: int | None = None     # no System V IPC object with this key may exist after grading
     forbidden_queue: str = ""                # no POSIX message queue of this name may exist after grading
     flag: str = ""                           # the row's flags contain this (case-insensitive)
-    defence: str = ""                        # the isolation layer that stops it (switched off: it succeeds)
+    defence: str = ""                        # the isolation layers that stop it (switched off: it succeeds)
+    no_better_than: str | None = None        # its total is at most this row's (a cheat against its honest twin)
 
-    def problems(self, row: dict | None, baseline_row: dict | None, result: pathlib.Path) -> list[str]:
+    def problems(self, row: dict | None, baseline_row: dict | None, result: pathlib.Path,
+                 twin_row: dict | None = None) -> list[str]:
         if row is None:
             return [f"{self.name}: no row in grades.csv"]
         found = []
@@ -48,6 +50,11 @@ class Expectation:
             found.append(f"flags {row.get('flags', '')!r} do not mention {self.flag!r}")
         if self.baseline is not None:
             found += _compare_parts(row, baseline_row, self.baseline, self.lost_parts)
+        if self.no_better_than is not None:
+            if twin_row is None:
+                found.append(f"row {self.no_better_than!r} missing")
+            elif row["score"] > twin_row["score"] + EPSILON:
+                found.append(f"score {row['score']:g}, more than {self.no_better_than}'s {twin_row['score']:g}")
         if not result.exists():
             found.append("no results file")
         elif result.stat().st_size > self.max_result_bytes:
@@ -84,8 +91,11 @@ def read_rows(out) -> dict[str, dict]:
     with open(pathlib.Path(out) / "grades.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     numeric = {"score", "max_score", *(f"part{p}" for p in PARTS)}
-    unquote = lambda name: name[1:] if name.startswith("'") and name[1:2] in FORMULA_STARTS else name
-    return {unquote(row["submission"]): {k: float(v) if k in numeric else v for k, v in row.items()} for row in rows}
+    return {_unquoted(row["submission"]): {k: float(v) if k in numeric else v for k, v in row.items()} for row in rows}
+
+
+def _unquoted(name: str) -> str:
+    return name[1:] if name.startswith("'") and name[1:2] in FORMULA_STARTS else name
 
 
 def result_files(out) -> dict[str, pathlib.Path]:
@@ -152,8 +162,9 @@ def verify(expectations: list[Expectation], out) -> list[str]:
     for expectation in expectations:
         baseline = rows.get(expectation.baseline) if expectation.baseline else None
         problems += expectation.problems(rows.get(expectation.name), baseline,
-                                         files.get(expectation.name, out / "results" / "missing.json"))
-    for path in sorted((out / "results").iterdir()) + [out / "grades.csv"]:
+                                         files.get(expectation.name, out / "results" / "missing.json"),
+                                         rows.get(expectation.no_better_than) if expectation.no_better_than else None)
+    for path in [*sorted((out / "results").iterdir()), out / "grades.csv"]:
         text = path.read_text(errors="replace")
         if "FORGED-BY-A-SUBMISSION" in text:
             problems.append(f"{path} was forged by a submission")
@@ -165,8 +176,8 @@ def verify(expectations: list[Expectation], out) -> list[str]:
             problems.append(f"{path} holds terminal escape or control characters from a submission")
     with open(out / "grades.csv", newline="") as handle:
         cells = [cell for row in csv.reader(handle) for cell in row]
-    problems += [f"grades.csv cell {cell[:40]!r} reads as a formula" for cell in cells if cell.startswith(FORMULA_STARTS)
-                 and not _number(cell)]
+    problems += [f"grades.csv cell {cell[:40]!r} reads as a formula" for cell in cells
+                 if cell.startswith(FORMULA_STARTS) and not _number(cell)]
     return problems
 
 

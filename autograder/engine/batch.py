@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import pathlib
 import select
@@ -71,10 +72,8 @@ def _remove_roots(sandbox_root: str, trusted_root: str) -> None:
     """The trusted processes' folder is ours alone. The sandboxes' folder is removed only if its workers left it
     empty: root never deletes in a folder a sandbox could have written to."""
     shutil.rmtree(trusted_root, ignore_errors=True)
-    try:
+    with contextlib.suppress(OSError):
         os.rmdir(sandbox_root)
-    except OSError:
-        pass
 
 
 def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier_rows, progress) -> list[dict]:
@@ -112,7 +111,7 @@ def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier
             del running[fd]
             os.close(fd)
             record(submission, job.outcome())
-        for submission, job in running.values():
+        for _submission, job in running.values():
             if time.monotonic() > job.deadline:   # a hung worker: an engine bug, never the student's code
                 processes.kill_group(job.pid)
         if not ready:

@@ -139,7 +139,10 @@ class SandboxGateway(Gateway):
         seconds of the sandbox (less if the budget is nearly spent), at most call_wall_timeout seconds."""
         cap = min(self.limits.call_timeout, self.limits.budget - self.log.student_seconds)
         started_cpu = processes.tree_cpu_seconds(self.pid)
-        used = lambda: processes.tree_cpu_seconds(self.pid) - started_cpu
+
+        def used() -> float:
+            return processes.tree_cpu_seconds(self.pid) - started_cpu
+
         deadline = time.monotonic() + self.limits.call_wall_timeout
         try:
             if data is not None:

@@ -119,7 +119,7 @@ def plain_result(tensor: torch.Tensor) -> torch.Tensor:
 
 def _gradients(outputs, grad_outputs, inputs):
     """d sum(out_i * g_i) / d inputs, None where an input is not on the path."""
-    pairs = [(out, g.to(out.device, out.dtype)) for out, g in zip(flat_tensors(outputs), grad_outputs)
+    pairs = [(out, g.to(out.device, out.dtype)) for out, g in zip(flat_tensors(outputs), grad_outputs, strict=False)
              if out.requires_grad]
     wanted = [t for t in inputs if t is not None]
     if not pairs or not wanted:
@@ -195,8 +195,8 @@ def execute_module(student, *, init_kwargs: dict, state_dict=None, forward_kwarg
                 names = [k for k, v in inputs.items() if isinstance(v, torch.Tensor) and v.requires_grad]
                 params = list(module.named_parameters())
                 grads = _gradients(output, grad_outputs, [inputs[n] for n in names] + [p for _, p in params])
-                input_grads = dict(zip(names, _plain_or_none(grads[:len(names)])))
-                param_grads = {str(n): g for (n, _), g in zip(params, _plain_or_none(grads[len(names):]))}
+                input_grads = dict(zip(names, _plain_or_none(grads[:len(names)]), strict=False))
+                param_grads = {str(n): g for (n, _), g in zip(params, _plain_or_none(grads[len(names):]), strict=False)}
         if not isinstance(output, torch.Tensor):
             raise StudentFailure("TypeError", f"forward returned a {type(output).__name__}, not a tensor")
         return ExecutedModule(
@@ -219,8 +219,6 @@ def import_student():
     """
     student = importlib.import_module("student")
     for name in (*FUNCTIONS, MODULE_CLASS):
-        try:
+        with contextlib.suppress(AttributeError):
             getattr(student, name)
-        except AttributeError:
-            pass
     return student

@@ -113,7 +113,7 @@ def preload_plotting() -> None:
     def load():
         import matplotlib
         matplotlib.use("Agg")
-        import matplotlib.pyplot  # noqa: F401
+        import matplotlib.pyplot
 
     _plotting = threading.Thread(target=load, daemon=True)
     _plotting.start()
@@ -129,8 +129,10 @@ def write_summary_png(out: pathlib.Path, rows: list[dict]) -> None:
     graded = [r for r in rows if r["status"] != "error"]
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     left.hist([r["score"] for r in rows], bins=range(0, 105, 5), color="#4C72B0", edgecolor="white")
-    left.set(title=f"Scores ({len(rows)} submissions, {len(rows) - len(graded)} errors)", xlabel="score", ylabel="submissions")
-    rates = [100 * sum(r[f"part{p}"] >= PART_POINTS[p] - 1e-6 for r in graded) / max(1, len(graded)) for p in PART_POINTS]
+    left.set(title=f"Scores ({len(rows)} submissions, {len(rows) - len(graded)} errors)", xlabel="score",
+             ylabel="submissions")
+    rates = [100 * sum(r[f"part{p}"] >= PART_POINTS[p] - 1e-6 for r in graded) / max(1, len(graded))
+             for p in PART_POINTS]
     labels = [f"{p}. {PART_TITLES[p]}" for p in PART_POINTS]
     right.barh(labels[::-1], rates[::-1], color="#55A868")
     right.set(title="Full marks per part (% of graded submissions)", xlim=(0, 100))

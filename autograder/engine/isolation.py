@@ -27,6 +27,7 @@ AUTOGRADER_SANDBOX_LAYERS_OFF=pid,landlock,... switches layers off (to see the e
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -71,7 +72,8 @@ class Plan:
         return layer in self.held
 
     def line(self) -> str:
-        """`isolated: pid ipc net mnt landlock uid`, `partially isolated: ...; no landlock (why)`, or `not isolated: ...`."""
+        """`isolated: pid ipc net mnt landlock uid`, `partially isolated: ...; no landlock (why)`, or
+        `not isolated: ...`."""
         if not self.missing:
             return "isolated: " + " ".join(self.held)
         why = "; ".join(f"no {layer} ({reason})" for layer, reason in self.missing)
@@ -356,15 +358,12 @@ def _private_mounts(box: Box, *, with_proc: bool) -> None:
                 bound.add(target)
     finally:
         os.close(submission)
+    hidden = kernel.MS_NOSUID | kernel.MS_NODEV | kernel.MS_NOEXEC
     if with_proc:
-        try:
-            kernel.mount("proc", "/proc", "proc", kernel.MS_NOSUID | kernel.MS_NODEV | kernel.MS_NOEXEC)
-        except OSError:
-            pass   # a container may lock /proc; Landlock then limits the box to /proc/self
-    try:
-        kernel.mount("mqueue", "/dev/mqueue", "mqueue", kernel.MS_NOSUID | kernel.MS_NODEV | kernel.MS_NOEXEC)
-    except OSError:
-        pass       # only where /dev/mqueue exists; the queues are the IPC namespace's either way
+        with contextlib.suppress(OSError):   # a container may lock /proc; Landlock then allows only /proc/self
+            kernel.mount("proc", "/proc", "proc", hidden)
+    with contextlib.suppress(OSError):       # only where /dev/mqueue exists; the queues die with the namespace anyway
+        kernel.mount("mqueue", "/dev/mqueue", "mqueue", hidden)
 
 
 def _bound_ipc(limits: Limits) -> None:
@@ -418,10 +417,8 @@ def clean_folder(folder: str, uid: int | None) -> None:
         shutil.rmtree(folder, ignore_errors=True)   # our own user's files: no privilege to abuse
         return
     as_user(uid, lambda: _empty(folder))
-    try:
+    with contextlib.suppress(OSError):   # not empty: left for the grader to look at, never removed by root
         os.rmdir(folder)
-    except OSError:
-        pass   # left for the grader to look at: never removed by root
 
 
 def clean_shared_folders(uid: int) -> None:

@@ -11,6 +11,7 @@ no signal scoping), so the three Landlock calls are made here directly.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import stat
@@ -49,9 +50,12 @@ MS_PRIVATE = 1 << 18
 
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    encode = lambda text: None if text is None else text.encode()
-    _check(_libc.mount(encode(source), encode(target), encode(fstype), ctypes.c_ulong(flags), encode(data)),
+    _check(_libc.mount(_bytes(source), _bytes(target), _bytes(fstype), ctypes.c_ulong(flags), _bytes(data)),
            f"mount {target}")
+
+
+def _bytes(text: str | None) -> bytes | None:
+    return None if text is None else text.encode()
 
 
 # ---------------------------------------------------------------- prctl(2)
@@ -84,16 +88,18 @@ class _CapData(ctypes.Structure):
 def drop_all_capabilities() -> None:
     """Empty every capability set of this process for good: the bounding set (so an exec cannot
     bring one back), the ambient set, then effective, permitted and inheritable."""
-    last = int(open("/proc/sys/kernel/cap_last_cap").read()) if os.path.exists("/proc/sys/kernel/cap_last_cap") else 40
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as handle:
+            last = int(handle.read())
+    except OSError:
+        last = 40
     for capability in range(last + 1):
         try:
             prctl(PR_CAPBSET_DROP, capability)
         except OSError:
             break   # not held, or an older kernel that knows fewer
-    try:
+    with contextlib.suppress(OSError):   # kernels before 4.3 have no ambient set
         prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
-    except OSError:
-        pass    # kernels before 4.3 have no ambient set
     header = _CapHeader(_CAPABILITY_VERSION_3, 0)
     data = (_CapData * 2)()
     _check(_libc.capset(ctypes.byref(header), data), "capset")

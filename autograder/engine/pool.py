@@ -3,8 +3,9 @@
 The template is forked before the batch reads anything about the class (names, sources,
 earlier scores), so a worker (and every sandbox it forks) holds nothing about other
 students in memory. The batch itself never imports torch: the template does, and warms
-itself up (pytest, torch's common paths), while the batch goes on. One process per submission also means a worker that dies takes only its own submission
-with it: the batch sees the result pipe close without an outcome.
+itself up (pytest, torch's common paths), while the batch goes on. One process per
+submission also means a worker that dies takes only its own submission with it: the
+batch sees the result pipe close without an outcome.
 """
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ class Template:
 def _template_main(control: socket.socket, settings: Settings, parent: int) -> None:
     code = 0
     try:
-        from autograder.engine import worker   # torch and pytest: in the template, never in the batch
+        from autograder.engine import worker  # torch and pytest: in the template, never in the batch
 
         processes.die_with_parent(parent)
         sys.argv[:] = ["autograder-template"]

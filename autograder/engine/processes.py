@@ -5,6 +5,7 @@ trusts what a sandbox says about itself: CPU time is read from /proc by the trus
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 
@@ -54,10 +55,8 @@ def reap(pids: list[int] | None = None, *, block: bool = True) -> dict[int, int]
 
 def kill_group(pgid: int) -> None:
     """SIGKILL a process group (a sandbox calls setsid, so its group is it and the children it did not move)."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def kill_user(uid: int) -> None:
@@ -130,12 +129,8 @@ def kill_children_except(keep: set[int]) -> None:
         if not strays:
             return
         for child in strays:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(child, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         for child in strays:
-            try:
+            with contextlib.suppress(ChildProcessError):
                 os.waitpid(child, 0)
-            except ChildProcessError:
-                pass

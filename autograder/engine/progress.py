@@ -34,7 +34,8 @@ class Progress:
         filled = int(width * self.done / max(1, self.total))
         counts = " ".join(f"{n} {s}" for s, n in self.counts.items())
         resumed = f" (+{self.skipped} done before)" if self.skipped else ""
-        return f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total}{resumed} | {counts} | ETA {self.eta()}"
+        bar = "#" * filled + "." * (width - filled)
+        return f"[{bar}] {self.done}/{self.total}{resumed} | {counts} | ETA {self.eta()}"
 
     def show(self, last: str = "") -> None:
         if self.interactive:

@@ -24,7 +24,7 @@ def call_result(reply: CallReply, args: tuple, device: str) -> CallResult:
     after = reply.args_after
     if len(after) != len(args):
         raise ProtocolError("the arguments after the call do not match the arguments")
-    for sent, back in zip(args, after):
+    for sent, back in zip(args, after, strict=False):
         if isinstance(sent, torch.Tensor) != _is_tensor(back):
             raise ProtocolError("an argument after the call is not what was sent")
         if _is_tensor(back):
@@ -68,7 +68,7 @@ def _devices(devices: list[str], tensors: list[torch.Tensor]) -> list[str]:
     """
     if len(devices) != len(tensors):
         raise ProtocolError("devices do not match the returned tensors")
-    for device, tensor in zip(devices, tensors):
+    for device, tensor in zip(devices, tensors, strict=False):
         try:
             claimed = torch.device(device)
         except (RuntimeError, ValueError):

@@ -91,8 +91,10 @@ def _forget_project(submission: str, keep_handles: bool) -> None:
     keep = _installation_paths()
     if keep_handles:
         handles = {p: f"/proc/self/fd/{os.open(p, os.O_RDONLY | os.O_DIRECTORY)}" for p in keep}
-        moved = lambda path: next((h + path[len(p):] for p, h in handles.items()
-                                   if path == p or path.startswith(p + os.sep)), path)
+        def moved(path: str) -> str:
+            return next((h + path[len(p):] for p, h in handles.items() if path == p or path.startswith(p + os.sep)),
+                        path)
+
         keep = [handles[p] for p in keep]
         for module in list(sys.modules.values()):
             search = getattr(module, "__path__", None)
@@ -135,8 +137,8 @@ def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan) -> 
         os.environ.update({"PATH": "/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
                            "OMP_NUM_THREADS": "1"})
         sys.dont_write_bytecode = True
-        sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)
-        sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)
+        sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - for good
+        sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - for good
         warm_up_meta()   # before the tripwires take torch's fingerprint: torch's lazy imports rewrap functions
         wires = tripwires.Tripwires([submission, home, *isolation.installation_roots()],
                                     {"executor": executor, "protocol": protocol, "messages": messages,
@@ -169,8 +171,8 @@ def serve(sock, wires: tripwires.Tripwires) -> None:
         try:
             data = reply.encode()
         except BaseException as error:  # noqa: BLE001 - a value the wire cannot carry, or a student's patch
-            data = Failure("TypeError", f"the result could not be sent back: {executor.StudentFailure.of(error).message}",
-                           wires.drain()).encode()
+            why = executor.StudentFailure.of(error).message
+            data = Failure("TypeError", f"the result could not be sent back: {why}", wires.drain()).encode()
         sock.sendall(data)
 
 
@@ -205,6 +207,6 @@ def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except BaseException:  # noqa: BLE001
-            pass
+        except BaseException:  # noqa: BLE001 - the student may have replaced or closed its streams
+            continue
 

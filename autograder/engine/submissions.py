@@ -280,4 +280,5 @@ def _copy_tree(source: pathlib.Path, dest: pathlib.Path, dropped: list[str]) -> 
             if not stat.S_ISREG(os.lstat(full).st_mode):
                 raise SubmissionError(f"not a regular file: {relative / name}")
             budget.add(os.path.getsize(full), str(relative / name))
-            _copy_limited(open(full, "rb"), dest / relative / name, str(relative / name))
+            with open(full, "rb") as source_file:
+                _copy_limited(source_file, dest / relative / name, str(relative / name))

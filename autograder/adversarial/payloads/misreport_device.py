@@ -12,8 +12,11 @@ import types
 
 def _executor():
     for obj in gc.get_objects():
-        if isinstance(obj, types.ModuleType) and hasattr(obj, "execute_call") and hasattr(obj, "ExecutedCall"):
-            return obj
+        try:
+            if isinstance(obj, types.ModuleType) and isinstance(vars(obj).get("execute_call"), types.FunctionType):
+                return obj
+        except Exception:  # noqa: BLE001 - some of torch's module-like objects raise on any attribute
+            continue
     return None
 
 

@@ -5,10 +5,10 @@ what it finds into its own feedback. Landlock lets the sandbox read only the Pyt
 its own submission, so however world-readable a copy is, nothing is found.
 """
 import glob
-import os
 
 PATTERNS = ("/tmp/*/grading_tests/oracle.py", "/tmp/*/*/grading_tests/oracle.py", "/work/*/grading_tests/oracle.py",
-            "/work/*/*/grading_tests/oracle.py", "/home/*/*/grading_tests/oracle.py", "/autograder/source/grading_tests/oracle.py",
+            "/work/*/*/grading_tests/oracle.py", "/home/*/*/grading_tests/oracle.py",
+            "/autograder/source/grading_tests/oracle.py",
             "@REPO@/grading_tests/oracle.py")
 
 
