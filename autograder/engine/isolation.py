@@ -339,6 +339,9 @@ def _private_mounts(box: Box, *, with_proc: bool) -> None:
     """/tmp a bounded tmpfs owned by the box (with /var/tmp and /dev/shm bound to it), the submission bound
     read-only at /tmp/submission, and (with its own PID namespace) a /proc that shows only the box."""
     submission = os.open(box.submission, os.O_PATH | os.O_DIRECTORY)   # /tmp is about to be covered
+    covered = [BOX_TMP, *BOUND_TO_TMP]
+    buried = {root: os.open(root, os.O_PATH | os.O_DIRECTORY) for root in installation_roots()
+              if any(root.startswith(os.path.realpath(folder) + os.sep) for folder in covered)}
     try:
         kernel.mount(None, "/", None, kernel.MS_REC | kernel.MS_PRIVATE)   # nothing propagates to the host
         owner = f",uid={box.uid},gid={box.uid}" if box.uid is not None else ""
@@ -348,22 +351,33 @@ def _private_mounts(box: Box, *, with_proc: bool) -> None:
             os.mkdir(folder, 0o700)
             if box.uid is not None:
                 os.chown(folder, box.uid, box.uid)
-        kernel.mount(f"/proc/self/fd/{submission}", BOX_SUBMISSION, None, kernel.MS_BIND | kernel.MS_REC)
-        kernel.mount(None, BOX_SUBMISSION, None, kernel.MS_BIND | kernel.MS_REMOUNT | kernel.MS_RDONLY
-                     | kernel.MS_NOSUID | kernel.MS_NODEV)
+        _bind_read_only(submission, BOX_SUBMISSION)
+        for root, fd in buried.items():     # a Python installation under /tmp stays where it was, read-only
+            folder = next(os.path.realpath(f) for f in covered if root.startswith(os.path.realpath(f) + os.sep))
+            inside = BOX_TMP + root[len(folder):]
+            os.makedirs(inside, exist_ok=True)
+            _bind_read_only(fd, inside)
         bound = set()
         for target in map(os.path.realpath, BOUND_TO_TMP):
             if target not in bound and os.path.isdir(target) and os.stat(target).st_mode & 0o002:
                 kernel.mount(BOX_TMP, target, None, kernel.MS_BIND)
                 bound.add(target)
     finally:
-        os.close(submission)
+        for fd in (submission, *buried.values()):
+            os.close(fd)
     hidden = kernel.MS_NOSUID | kernel.MS_NODEV | kernel.MS_NOEXEC
     if with_proc:
         with contextlib.suppress(OSError):   # a container may lock /proc; Landlock then allows only /proc/self
             kernel.mount("proc", "/proc", "proc", hidden)
     with contextlib.suppress(OSError):       # only where /dev/mqueue exists; the queues die with the namespace anyway
         kernel.mount("mqueue", "/dev/mqueue", "mqueue", hidden)
+
+
+def _bind_read_only(fd: int, target: str) -> None:
+    """Bind the folder open as fd (an O_PATH descriptor) at target, read-only."""
+    kernel.mount(f"/proc/self/fd/{fd}", target, None, kernel.MS_BIND | kernel.MS_REC)
+    kernel.mount(None, target, None, kernel.MS_BIND | kernel.MS_REMOUNT | kernel.MS_RDONLY | kernel.MS_NOSUID
+                 | kernel.MS_NODEV)
 
 
 def _bound_ipc(limits: Limits) -> None:
