@@ -113,8 +113,9 @@ def test_the_reference_scores_100_and_the_stubs_0_in_the_same_batch(zoo):
 def test_the_zoo_covers_every_family(zoo):
     kinds = {e.kind for e in zoo.expectations}
     assert {"control", "cheat", "abuse", "input"} <= kinds
-    cheats = [e for e in zoo.expectations if e.kind == "cheat" and e.baseline is None]
+    cheats = [e for e in zoo.expectations if e.kind == "cheat" and e.baseline is None and e.no_better_than is None]
     assert len(cheats) >= 6 and all(e.score == 0.0 for e in cheats)
+    assert all(e.no_better_than in {x.name for x in zoo.expectations} for e in zoo.expectations if e.no_better_than)
     assert {e.status for e in zoo.expectations} == {"graded", "error", "timeout"}
 
 

@@ -115,7 +115,7 @@ def test_in_a_container_that_refuses_namespaces_the_engine_degrades_and_says_so(
     for layer in ("pid", "ipc", "net", "mnt"):
         assert f"no {layer} (refused by the kernel: Operation not permitted" in line, line
     assert f"no landlock (not supported by kernel {platform.release()})" in line
-    assert line.startswith("partially isolated: uid;" if isolation.privileged() else "not isolated:")
+    assert line.startswith("partially isolated: uid; no pid" if isolation.privileged() else "not isolated: no pid")
     assert f"isolation: {line}" in proc.stdout
 
 

@@ -37,6 +37,10 @@ HOG_MARK = "autograder-hog-of-a-submission"
 MANUAL_CALL = ("            heads, _ = scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, "
                "dropout_p=dropout_p)")
 MANUAL_VIA_SDPA = "            heads = self._fused_attention(q, k, v, mask, is_causal, dropout_p)"
+FUSED_CALL = ("        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, "
+              "is_causal=is_causal)")
+FUSED_VIA_MANUAL = ("        return scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, "
+                    "dropout_p=dropout_p)[0]")
 MANUAL_VIA_HIDDEN_SDPA = ("            with torch._C.DisableTorchFunction():\n"
                           "                heads = self._fused_attention(q, k, v, mask, is_causal, dropout_p)")
 HOSTILE_ERROR = """\
@@ -155,6 +159,11 @@ def entries(context: Context) -> list[Entry]:
                           score=100.0, flag="manual path called torch's scaled_dot_product_attention"),
               lambda dest, _c: write_submission(dest, overrides=edited_reference("multihead.py", MANUAL_CALL,
                                                                                  MANUAL_VIA_SDPA))),
+        Entry(Expectation("bug-fused-path-is-manual", "control", "graded",
+                          "the fused path computes attention by hand: correct values, flagged, no points lost",
+                          score=100.0, flag="fused path never called torch's scaled_dot_product_attention"),
+              lambda dest, _c: write_submission(dest, overrides=edited_reference("multihead.py", FUSED_CALL,
+                                                                                 FUSED_VIA_MANUAL))),
         Entry(Expectation("cheat-sdpa-hidden-from-the-watch", "cheat", "graded",
                           "the same, hidden from the watcher (DisableTorchFunction): gains nothing over its twin",
                           score=100.0, no_better_than="bug-sdpa-in-manual-path"),

@@ -91,9 +91,10 @@ class Plan:
 
     def without(self, failures: list[tuple[str, str]]) -> Plan:
         failed = dict(failures)
-        return Plan(tuple(layer for layer in self.held if layer not in failed),
-                    (*self.missing, *((layer, failed[layer]) for layer in LAYERS if layer in failed)),
-                    self.userns, self.landlock_abi)
+        missing = sorted([*self.missing, *((layer, failed[layer]) for layer in LAYERS if layer in failed)],
+                         key=lambda pair: LAYERS.index(pair[0]))
+        return Plan(tuple(layer for layer in self.held if layer not in failed), tuple(missing), self.userns,
+                    self.landlock_abi)
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def _why(error: OSError) -> str:
     if error.errno in (errno.ENOSYS, errno.EOPNOTSUPP):
         return f"not supported by kernel {platform.release()}"
     if error.errno in (errno.EPERM, errno.EACCES):
-        return f"refused by the kernel: {error.strerror or error}; a container's seccomp profile or a sysctl?"
+        return f"refused by the kernel: {os.strerror(error.errno)}; a container's seccomp profile or a sysctl?"
     return str(error)
 
 
