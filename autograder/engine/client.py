@@ -68,6 +68,7 @@ class SandboxGateway(Gateway):
         super().__init__()
         self.spawner, self.limits, self.log = spawner, limits, log
         self.pid = self.sock = self.reader = self.out_fd = None
+        self.cpu_seen = 0.0                  # the sandbox's CPU time at the end of the last exchange
         self.strikes: dict[str, int] = {}    # timeouts per function
 
     # ------------------------------------------------------------------ Gateway
@@ -138,7 +139,7 @@ class SandboxGateway(Gateway):
         """Send data (None: just wait, for the import) and wait for one reply: at most call_timeout CPU
         seconds of the sandbox (less if the budget is nearly spent), at most call_wall_timeout seconds."""
         cap = min(self.limits.call_timeout, self.limits.budget - self.log.student_seconds)
-        started_cpu = processes.tree_cpu_seconds(self.pid)
+        started_cpu = self.cpu_seen
 
         def used() -> float:
             return processes.tree_cpu_seconds(self.pid) - started_cpu
@@ -172,10 +173,13 @@ class SandboxGateway(Gateway):
             self._refuse(label, str(error))
         finally:
             if self.pid is not None:
-                self.log.student_seconds += max(0.0, used())
+                now = processes.tree_cpu_seconds(self.pid)
+                self.log.student_seconds += max(0.0, now - started_cpu)
+                self.cpu_seen = now
 
     def _start(self) -> None:
         self.pid, self.sock, self.out_fd = self.spawner.spawn()
+        self.cpu_seen = processes.tree_cpu_seconds(self.pid)   # what it did before we asked is not the student's
         self.log.sandboxes += 1
         self.reader = protocol.FrameReader(self.sock, {self.out_fd: self._keep_output})
         try:

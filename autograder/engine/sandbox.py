@@ -41,6 +41,8 @@ def warm_up() -> None:
     q.transpose(1, 2).reshape(2, 4, 24).view(2, 4, 3, 8).permute(0, 2, 1, 3).contiguous()
     torch.where(mask, scores, torch.zeros(())).sum(-1, keepdim=True)
     out.sum().backward()
+    leaf = torch.ones(3, requires_grad=True)
+    torch.autograd.grad([leaf * 2], [leaf], [torch.ones(3)])   # explicit grad_outputs load torch's symbolic shapes
     torch.einsum("bhld,bhsd->bhls", q.detach().half(), q.detach().half())
     torch.nn.functional.scaled_dot_product_attention(q.double(), q.double(), q.double(), is_causal=True)
     request = messages.CallRequest("scaled_scores", (torch.ones(2, dtype=torch.bfloat16), torch.float16), {})
@@ -48,8 +50,9 @@ def warm_up() -> None:
 
 
 def warm_up_meta() -> None:
-    """The meta device's first use loads torch's symbolic-shape machinery (about half a second): once per
-    template, or, in a sandbox forked before the template did it, in the sandbox itself."""
+    """The meta device's first use loads torch's compiler machinery (about half a second): once per template,
+    or, in a sandbox forked before the template did it, in the sandbox itself. (A background thread for it
+    gained nothing: the import holds the interpreter lock.)"""
     if _warm["meta"]:
         return
     q = torch.empty(2, 3, 4, 8, device="meta")
@@ -140,7 +143,7 @@ def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan) -> 
         sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - for good
         sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - for good
         warm_up_meta()   # before the tripwires take torch's fingerprint: torch's lazy imports rewrap functions
-        wires = tripwires.Tripwires([submission, home, *isolation.installation_roots()],
+        wires = tripwires.Tripwires(submission, [home, *isolation.installation_roots()],
                                     {"executor": executor, "protocol": protocol, "messages": messages,
                                      "sandbox": _SELF})
         wires.install()

@@ -14,7 +14,7 @@ import sys
 
 LIMIT = 20   # notes kept per sandbox
 WATCHED = {
-    "torch": ("allclose", "equal", "isclose", "matmul", "softmax", "where", "manual_seed"),
+    "torch": ("allclose", "equal", "isclose", "matmul", "softmax", "where"),   # not manual_seed: torch rewraps it
     "torch.Tensor": ("__eq__", "__ne__", "__sub__", "allclose", "equal", "isclose", "abs", "masked_fill"),
     "torch.nn.functional": ("scaled_dot_product_attention", "softmax", "dropout", "linear"),
     "torch.testing": ("assert_close",),
@@ -27,8 +27,9 @@ SNOOP_EVENTS = ("gc.get_objects", "gc.get_referrers", "gc.get_referents")
 
 
 class Tripwires:
-    def __init__(self, readable: list[str], modules: dict[str, object]):
-        self.roots = tuple(os.path.realpath(path).rstrip(os.sep) + os.sep for path in readable)
+    def __init__(self, submission: str, readable: list[str], modules: dict[str, object]):
+        self.student = os.path.realpath(submission).rstrip(os.sep) + os.sep
+        self.roots = tuple(os.path.realpath(path).rstrip(os.sep) + os.sep for path in [submission, *readable])
         self.modules = modules          # the engine's own sandbox modules, by name
         self.notes: list[str] = []
         self.busy = False
@@ -86,10 +87,19 @@ class Tripwires:
             self._note(f"escape attempt ({ESCAPE_EVENTS[event]}): {event} {detail}")
         elif event in SNOOP_EVENTS:
             self._note(f"snooping: {event}")
-        elif event == "object.__setattr__" and args:
+        elif event == "object.__setattr__" and args and self._student_did_it():
             owner = getattr(args[0], "__module__", "") or getattr(args[0], "__name__", "")
             if isinstance(owner, str) and owner.split(".")[0] in ("torch", "numpy", "autograder"):
                 self._note(f"tampering: set {getattr(args[0], '__qualname__', type(args[0]).__name__)}.{args[1]}")
+
+    def _student_did_it(self) -> bool:
+        """Whether the submission's own code is on the stack (torch's lazy imports set attributes too)."""
+        frame = sys._getframe(2)
+        while frame is not None:
+            if frame.f_code.co_filename.startswith(self.student):
+                return True
+            frame = frame.f_back
+        return False
 
     def _inside(self, path: str) -> bool:
         full = os.path.abspath(path)

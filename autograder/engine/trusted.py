@@ -19,8 +19,10 @@ from autograder.paths import GRADING_DIR, REPO
 OUTPUT_SHOWN = 2000   # characters of the submission's own printing shown in its feedback
 TRUSTED_SECONDS = 300.0   # CPU seconds of the suite's own work, beyond the student's budget
 # pytest as the engine runs it: no plugins from the environment, no assertion rewriting (the checks raise
-# their own messages), no per-test output capture or log capture (the output goes to pytest.log).
-PYTEST_ARGS = ["-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:logging", "--assert=plain",
+# their own messages), no per-test output capture or log capture (the output goes to pytest.log), no
+# garbage collection after the session for unraisable exceptions (a tenth of a second).
+PYTEST_ARGS = ["-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:logging", "-p", "no:unraisableexception",
+               "-p", "no:threadexception", "--assert=plain",
                "--capture=no", "-o", "addopts=", "--tb=line", f"--rootdir={REPO}"]
 
 
