@@ -18,14 +18,11 @@ import pytest
 import torch
 
 from grading_tests.checks import describe_call, expect_computed, expect_devices, expect_result, fail
-from grading_tests.gateway import CallOptions, CallResult, ModuleResult, ModuleSpec, StudentError
+from grading_tests.gateway import GRADER_ERRORS, CallOptions, CallResult, ModuleResult, ModuleSpec, StudentError
 
 SECOND_DEVICE = "cuda" if torch.cuda.is_available() else "meta"
 # What torch says when tensors of two devices meet in one operation: a placement bug, on any device.
 MISMATCH_WORDS = ("expected device", "same device", "device mismatch")
-# The errors the grader itself raises about a call (grading engine, autograder/engine/client.py):
-# an answer refused as malformed or forged, a timeout, a crashed sandbox. Not the student's code.
-GRADER_ERRORS = ("ProtocolError", "Timeout", "Crashed")
 
 
 def is_device_mismatch(error: StudentError) -> bool:

@@ -369,9 +369,13 @@ def test_runs_on_the_inputs_device(student):
     call_placed(student, SDPA, q, k, v, _mask((2, 5, 6), 92), is_causal=True, shape=attention_shapes(q, k, v))
 
 
-def test_manual_attention_does_not_call_torch_sdpa(student):
+@pytest.mark.weight(0)
+def test_manual_attention_calling_torch_sdpa_is_flagged_not_graded(student):
+    """Worth no points. The manual path must not call torch's scaled_dot_product_attention, but which torch
+    functions a submission calls cannot be checked in a way its own code could not fool, so such a call is
+    flagged for the instructor (the flags column of grades.csv) rather than costing points."""
     q, k, v = randn(2, 5, 4, seed=93), randn(2, 5, 4, seed=94), randn(2, 5, 4, seed=95)
-    check_attention(student, q, k, v, _mask((5, 5), 96), is_causal=True, options=CallOptions(forbid_fused=True))
+    check_attention(student, q, k, v, _mask((5, 5), 96), is_causal=True, options=CallOptions(attention="manual"))
 
 
 def test_inputs_are_not_modified(student):

@@ -74,9 +74,12 @@ def test_gradients_agree_with_float64_math(student, case):
     check_gradients(student, case, 600 + len(case), fused=False)
 
 
-def test_manual_path_does_not_call_torch_attention(student):
-    check_module(student, *case_inputs("self-causal-padding", 610), options=CallOptions(forbid_fused=True))
-    check_module(student, *case_inputs("cross-padding", 611), options=CallOptions(forbid_fused=True))
+@pytest.mark.weight(0)
+def test_manual_path_calling_torch_attention_is_flagged_not_graded(student):
+    """Worth no points: a manual path (fused=False) that calls torch's scaled_dot_product_attention or
+    nn.MultiheadAttention is flagged for the instructor, since code can hide such a call from any check."""
+    check_module(student, *case_inputs("self-causal-padding", 610), options=CallOptions(attention="manual"))
+    check_module(student, *case_inputs("cross-padding", 611), options=CallOptions(attention="manual"))
 
 
 def test_causal_cross_attention_is_rejected(student):

@@ -48,19 +48,12 @@ def test_fused_agrees_with_the_manual_path_and_torch_sdpa(student, case):
                  f"the output of {what} compared with torch's F.scaled_dot_product_attention")
 
 
-def test_fused_path_calls_torch_sdpa(student):
+@pytest.mark.weight(0)
+def test_fused_path_not_calling_torch_sdpa_is_flagged_not_graded(student):
+    """Worth no points: a fused path (fused=True) that never calls torch's scaled_dot_product_attention is
+    flagged for the instructor; whether it does cannot be checked in a way the submission could not fool."""
     init_kwargs, state, forward = case_inputs("self-causal-padding", 870)
-    check_module(student, init_kwargs, state, forward, fused=True)
-    spec = ModuleSpec(init_kwargs={**init_kwargs, "fused": True}, state_dict=state, forward_kwargs=forward)
-    try:
-        student.run_module(spec, CallOptions(forbid_fused=True))
-    except StudentError as error:
-        if "scaled_dot_product_attention" in error.message:
-            return
-        fail(f"with torch's SDPA disabled, fused=True raised {error.type_name} ({error.message}) instead of "
-             f"reaching F.scaled_dot_product_attention")
-    fail("fused=True gave an output without calling F.scaled_dot_product_attention: the fused path must "
-         "compute attention with torch's SDPA")
+    check_module(student, init_kwargs, state, forward, fused=True, options=CallOptions(attention="fused"))
 
 
 @pytest.mark.parametrize("case", ["self-causal-padding", "self-causal", "cross-padding"])

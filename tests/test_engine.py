@@ -14,26 +14,63 @@ import pathlib
 import signal
 import subprocess
 import sys
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pytest
 
-from autograder.adversarial import Expectation, processes_running, read_rows, verify, write_adversarial_zoo
+from autograder.adversarial import (
+    Expectation,
+    escapes,
+    ipc_objects_with_key,
+    posix_queue_exists,
+    processes_running,
+    read_rows,
+    remove_planted,
+    result_files,
+    verify,
+    write_adversarial_zoo,
+)
 from autograder.engine import isolation
 from autograder.paths import REPO
 from grading_tests.scoring import PART_POINTS
 
 pytestmark = pytest.mark.slow
 
-TIMEOUT = "5"   # seconds per call: the zoo's infinite loops cost 2 x this each
-as_root = pytest.mark.skipif(not isolation.privileged(), reason="isolation needs root (the engine says 'not isolated')")
+TIMEOUT = "5"   # CPU seconds per call: the zoo's infinite loops cost 2 x this each
+as_root = pytest.mark.skipif(not isolation.privileged(), reason="a fresh user id per sandbox needs root")
+ALL_LAYERS = "isolated: pid ipc net mnt landlock uid"
 
 
-def grade(*args, timeout: float = 600) -> subprocess.CompletedProcess:
-    """python -m autograder grade ARGS, from the repository, as a grader runs it."""
+def grade(*args, timeout: float = 600, layers_off: str = "") -> subprocess.CompletedProcess:
+    """python -m autograder grade ARGS, from the repository, as a grader runs it (layers_off: switched off)."""
+    env = {**os.environ, isolation.DISABLE_ENV: layers_off}
     return subprocess.run([sys.executable, "-m", "autograder", "grade", *map(str, args)], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def clean_up_after(expectations: list[Expectation]) -> None:
+    """A containment that failed (or was switched off) must not leave anything behind for the next test."""
+    for expectation in expectations:
+        for pid in processes_running(expectation.forbidden_process) if expectation.forbidden_process else []:
+            os.kill(pid, signal.SIGKILL)
+        if expectation.forbidden_ipc_key is not None:
+            remove_ipc_objects(expectation.forbidden_ipc_key)
+        if expectation.forbidden_queue:
+            posix_queue_exists(expectation.forbidden_queue, remove=True)
+        for path in expectation.forbidden_paths:
+            if os.path.isfile(path) or os.path.islink(path):
+                os.unlink(path)
+
+
+def remove_ipc_objects(key: int) -> None:
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    for get, control in ((libc.shmget, libc.shmctl), (libc.msgget, libc.msgctl)):
+        ident = get(key, 0, 0)
+        if ident >= 0:
+            control(ident, 0, None)   # IPC_RMID
 
 
 @dataclass
@@ -42,6 +79,7 @@ class Batch:
     out: pathlib.Path
     expectations: list[Expectation]
     proc: subprocess.CompletedProcess
+    before: dict[str, list]     # sandbox users' leftovers of other runs before this batch
 
     def rows(self) -> dict[str, dict]:
         return read_rows(self.out)
@@ -52,12 +90,14 @@ def zoo(tmp_path_factory) -> Batch:
     base = tmp_path_factory.mktemp("engine")
     root, out = base / "zoo", base / "out"
     expectations = write_adversarial_zoo(root)
-    proc = grade(root, "--out", out, "--workers", "2", "--timeout", TIMEOUT)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    yield Batch(root, out, expectations, proc)
-    for expectation in expectations:   # a failed containment must not leave processes behind
-        for pid in processes_running(expectation.forbidden_process) if expectation.forbidden_process else []:
-            os.kill(pid, signal.SIGKILL)
+    before = sandbox_users_leftovers(str(out))
+    try:
+        proc = grade(root, "--out", out, "--workers", "2", "--timeout", TIMEOUT)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+        yield Batch(root, out, expectations, proc, before)
+    finally:
+        clean_up_after(expectations)
+        remove_planted(root)
 
 
 def test_every_adversarial_submission_is_graded_as_expected(zoo):
@@ -73,8 +113,9 @@ def test_the_reference_scores_100_and_the_stubs_0_in_the_same_batch(zoo):
 def test_the_zoo_covers_every_family(zoo):
     kinds = {e.kind for e in zoo.expectations}
     assert {"control", "cheat", "abuse", "input"} <= kinds
-    cheats = [e for e in zoo.expectations if e.kind == "cheat" and e.baseline is None]
+    cheats = [e for e in zoo.expectations if e.kind == "cheat" and e.baseline is None and e.no_better_than is None]
     assert len(cheats) >= 6 and all(e.score == 0.0 for e in cheats)
+    assert all(e.no_better_than in {x.name for x in zoo.expectations} for e in zoo.expectations if e.no_better_than)
     assert {e.status for e in zoo.expectations} == {"graded", "error", "timeout"}
 
 
@@ -85,7 +126,8 @@ def test_grades_csv_has_the_columns_and_one_row_per_submission(zoo):
         columns = reader.fieldnames
     assert columns[:5] == ["submission", "score", "max_score", "status", "message"]
     assert [f"part{p}" for p in PART_POINTS] == [c for c in columns if c.startswith("part")]
-    assert sorted(names) == sorted(e.name for e in zoo.expectations)
+    assert len(names) == len(zoo.expectations)
+    assert sorted(zoo.rows()) == sorted(e.name for e in zoo.expectations)   # names quoted against formulas, unquoted
     for row in zoo.rows().values():
         assert row["status"] in ("graded", "error", "timeout")
         assert "\n" not in row["message"]
@@ -95,7 +137,8 @@ def test_grades_csv_has_the_columns_and_one_row_per_submission(zoo):
 
 def test_results_files_follow_the_gradescope_schema(zoo):
     files = sorted((zoo.out / "results").glob("*.json"))
-    assert [f.stem for f in files] == sorted(e.name for e in zoo.expectations)
+    assert sorted(result_files(zoo.out)) == sorted(e.name for e in zoo.expectations)
+    assert len(files) == len(zoo.expectations)
     for path in files:
         document = json.loads(path.read_text())
         assert isinstance(document["score"], (int, float)), path
@@ -109,12 +152,12 @@ def test_results_files_follow_the_gradescope_schema(zoo):
 
 
 def test_an_error_row_explains_itself_in_the_feedback(zoo):
-    document = json.loads((zoo.out / "results" / "input-traversal-zip.json").read_text())
+    document = json.loads(result_files(zoo.out)["input-traversal-zip"].read_text())
     assert document["score"] == 0 and "unsafe path" in document["output"]
 
 
 def test_output_is_captured_and_truncated(zoo):
-    document = json.loads((zoo.out / "results" / "abuse-print-100mb-in-scaled_scores.json").read_text())
+    document = json.loads(result_files(zoo.out)["abuse-print-100mb-in-scaled_scores"].read_text())
     printed = int(document["output"].split("Your code printed ")[1].split(" bytes")[0])
     assert printed >= 100 << 20                     # all of it was read (the call was not blocked) ...
     assert len(document["output"]) < 10_000          # ... and only the start was kept
@@ -124,16 +167,84 @@ def test_summary_png_is_a_picture(zoo):
     assert (zoo.out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_the_command_prints_progress_a_table_and_the_isolation(zoo):
+def test_the_command_prints_progress_a_table_flags_and_the_isolation(zoo):
     assert "ETA" in zoo.proc.stderr and f"{len(zoo.expectations)}/{len(zoo.expectations)}" in zoo.proc.stderr
     assert "graded" in zoo.proc.stdout and "submission" in zoo.proc.stdout
-    expected = "isolation: isolated" if isolation.privileged() else "isolation: not isolated"
-    assert expected in zoo.proc.stdout
+    assert "submission(s) flagged for a look" in zoo.proc.stdout
+    assert f"isolation: {ALL_LAYERS}" in zoo.proc.stdout or not isolation.privileged()
+
+
+def test_student_text_reaches_no_terminal_raw(zoo):
+    for text in (zoo.proc.stdout, zoo.proc.stderr):
+        assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
 
 
 @as_root
-def test_every_row_says_the_run_was_isolated(zoo):
-    assert {row["isolation"] for row in zoo.rows().values()} == {"isolated"}
+def test_every_row_and_feedback_says_which_layers_held(zoo):
+    assert {row["isolation"] for row in zoo.rows().values()} == {ALL_LAYERS}
+    document = json.loads(result_files(zoo.out)["reference"].read_text())
+    assert f"Sandbox: {ALL_LAYERS}." in document["output"]
+
+
+def test_the_flags_column_names_what_an_instructor_should_look_at(zoo):
+    flags = {name: row["flags"] for name, row in zoo.rows().items()}
+    assert flags["reference"] == "" and flags["stubs"] == ""
+    assert "tampering with the sandbox" in flags["cheat-raw-frames"]
+    assert "bytecode" in flags["cheat-solution-only-as-bytecode-zip"]
+    assert "forbidden call" in flags["bug-sdpa-in-manual-path"]
+    assert "sandbox saw" in flags["cheat-steal-reference"] or not isolation.privileged()
+
+
+def test_hiding_a_forbidden_call_gains_nothing_over_calling_it_openly(zoo):
+    """The watcher sees the open call and misses the hidden one: as points, the rule would rank the cheat above
+    its honest twin (defence off); as a flag worth no points, both score exactly the same (defence on)."""
+    rows = zoo.rows()
+    twin, cheat = rows["bug-sdpa-in-manual-path"], rows["cheat-sdpa-hidden-from-the-watch"]
+    assert "forbidden call" in twin["flags"] and "forbidden call" not in cheat["flags"]
+    assert cheat["score"] == twin["score"] == rows["reference"]["score"] == 100.0
+
+
+def sandbox_users_leftovers(mine: str) -> dict[str, list]:
+    """Processes, System V IPC objects and files of sandbox users (uid >= UID_BASE). Other engines may be
+    grading on this machine: processes count only if their command line names this batch (a sandbox is a fork
+    of the batch command; an escaped process carries the zoo's marker), files only outside the sandbox folders
+    of other runs."""
+    first = isolation.UID_BASE
+    processes = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            command = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if os.stat(f"/proc/{pid}").st_uid >= first and (mine in command or escapes.HOG_MARK in command):
+                processes.append(f"{pid}: {command[:120]}")
+        except OSError:
+            continue
+    ipc = []
+    for kind in ("shm", "msg", "sem"):
+        lines = pathlib.Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+        header = lines[0].split()
+        owner = header.index("uid")
+        ipc += [f"{kind} {line}" for line in lines[1:] if line.split() and int(line.split()[owner]) >= first]
+    files = []
+    for folder in isolation.SHARED_WRITABLE:
+        for root, dirs, names in os.walk(folder):
+            dirs[:] = [d for d in dirs if not (root == "/tmp" and d.startswith("autograder-sandboxes-"))]
+            for name in dirs + names:
+                try:
+                    if os.lstat(os.path.join(root, name)).st_uid >= first:
+                        files.append(os.path.join(root, name))
+                except OSError:
+                    continue
+    return {"processes": processes, "ipc": ipc, "files": files}
+
+
+@as_root
+def test_nothing_of_a_sandbox_user_is_left_anywhere(zoo):
+    """After the batch: no process, no System V IPC object and no file in the shared folders of a sandbox user
+    (beyond what other runs on this machine had left before it started)."""
+    after = sandbox_users_leftovers(str(zoo.out))
+    assert after["processes"] == []
+    for kind in ("ipc", "files"):
+        assert sorted(set(after[kind]) - set(zoo.before[kind])) == [], kind
 
 
 def test_the_same_scores_whatever_the_worker_count(zoo, tmp_path):
@@ -177,9 +288,42 @@ def _score_in_process(folder: pathlib.Path, scratch: pathlib.Path) -> float:
 
 
 def test_the_cheats_score_when_the_grader_shares_their_process(zoo, tmp_path):
-    """Without the engine the same cheats do score: the zeros above are the engine's doing."""
-    cheats = ["cheat-patch-comparisons", "cheat-oracle-hunt"] + (["cheat-steal-reference"] if isolation.privileged() else [])
-    with ThreadPoolExecutor(len(cheats)) as pool:
-        scores = dict(zip(cheats, pool.map(lambda name: _score_in_process(zoo.root / name, tmp_path), cheats)))
+    """Without the engine the same cheats do score: the zeros above are the engine's doing. (The bytecode
+    zip is unpacked as it stands, .pyc included: the defence switched off.)"""
+    bytecode = tmp_path / "bytecode-unpacked"
+    with zipfile.ZipFile(zoo.root / "cheat-solution-only-as-bytecode-zip.zip") as archive:
+        archive.extractall(bytecode)
+    folders = {"cheat-patch-comparisons": zoo.root / "cheat-patch-comparisons",
+               "cheat-oracle-hunt": zoo.root / "cheat-oracle-hunt", "cheat-solution-only-as-bytecode-zip": bytecode}
+    if isolation.privileged():
+        folders["cheat-steal-reference"] = zoo.root / "cheat-steal-reference"
+    with ThreadPoolExecutor(2) as pool:
+        scores = dict(zip(folders, pool.map(lambda folder: _score_in_process(folder, tmp_path), folders.values()),
+                          strict=True))
     assert all(score > 0 for score in scores.values()), scores
-    assert all(zoo.rows()[name]["score"] == 0.0 for name in cheats)
+    assert scores["cheat-solution-only-as-bytecode-zip"] == 100.0
+    assert all(zoo.rows()[name]["score"] == 0.0 for name in folders)
+
+
+# ---------------------------------------------------------------- the layers are what stops them
+
+@as_root
+def test_with_its_layer_switched_off_each_attack_succeeds(zoo, tmp_path):
+    """The attacks whose defence is an isolation layer, graded again with that layer off (one batch): each
+    now gets through. With the layers on (the zoo's batch above) none did."""
+    chosen = [e for e in zoo.expectations if e.defence]
+    off = ",".join(sorted({layer for e in chosen for layer in e.defence.split(",")}))
+    assert set(off.split(",")) >= {"ipc", "landlock", "mnt"}
+    baselines = sorted({e.baseline for e in chosen if e.baseline})
+    try:
+        proc = grade(*(zoo.root / name for name in [*baselines, *(e.name for e in chosen)]), "--out", tmp_path,
+                     "--workers", "2", "--timeout", TIMEOUT, layers_off=off)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert all(f"no {layer} (switched off" in proc.stdout for layer in off.split(","))
+        problems = verify(chosen, tmp_path)
+        for expectation in chosen:
+            assert any(p.startswith(expectation.name + ":") for p in problems), (expectation.name, problems)
+        outlive = next(e for e in chosen if e.forbidden_ipc_key is not None)
+        assert ipc_objects_with_key(outlive.forbidden_ipc_key) or posix_queue_exists(outlive.forbidden_queue)
+    finally:
+        clean_up_after(chosen)

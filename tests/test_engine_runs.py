@@ -151,7 +151,7 @@ def test_a_zip_whose_header_lies_about_its_size_is_cut_off(tmp_path, monkeypatch
     archive.write_bytes(data)
     private = tmp_path / "private"
     private.mkdir()
-    with pytest.raises(submissions.SubmissionError, match="blob.bin"):
+    with pytest.raises(submissions.SubmissionError, match=r"blob\.bin"):
         submissions.unpack(str(archive), str(private))
     assert all(p.stat().st_size <= 1000 for p in private.rglob("*") if p.is_file())
 

@@ -15,12 +15,22 @@ from __future__ import annotations
 import os
 import pathlib
 
-from autograder.adversarial import abuse, cheats, inputs
+from autograder.adversarial import abuse, cheats, escapes, inputs
 from autograder.adversarial.base import Context, Entry
-from autograder.adversarial.expectations import Expectation, processes_running, read_rows, verify
+from autograder.adversarial.expectations import (
+    Expectation,
+    ipc_objects_with_key,
+    posix_queue_exists,
+    processes_running,
+    read_rows,
+    result_files,
+    verify,
+)
 from autograder.samples import write_submission
 
-__all__ = ["Expectation", "entries", "markers_folder", "processes_running", "read_rows", "verify", "write_adversarial_zoo"]
+__all__ = ["Expectation", "entries", "ipc_objects_with_key", "markers_folder", "posix_queue_exists",
+           "processes_running", "read_rows",
+           "remove_planted", "result_files", "verify", "write_adversarial_zoo"]
 
 CONTROLS = [
     Entry(Expectation("reference", "control", "graded", "the reference solution", score=100.0),
@@ -37,11 +47,17 @@ def markers_folder(root) -> pathlib.Path:
 
 
 def entries(root, *, isolated: bool | None = None) -> list[Entry]:
-    """Every zoo entry; those that would really hurt an unisolated grader only when isolated (default: running as root)."""
+    """Every zoo entry; those that would really hurt an unisolated grader only when isolated (default: as root)."""
     isolated = os.geteuid() == 0 if isolated is None else isolated
     context = Context(pathlib.Path(root).resolve(), markers_folder(root))
-    found = [*CONTROLS, *cheats.entries(context), *abuse.entries(context), *inputs.entries(context)]
+    found = [*CONTROLS, *cheats.entries(context), *abuse.entries(context), *inputs.entries(context),
+             *escapes.entries(context)]
     return [entry for entry in found if isolated or not entry.needs_root]
+
+
+def remove_planted(root) -> None:
+    """Remove what the zoo's writers planted outside the zoo (a world-readable clone of the hidden tests)."""
+    escapes.remove_planted(Context(pathlib.Path(root).resolve(), markers_folder(root)))
 
 
 def write_adversarial_zoo(root, *, isolated: bool | None = None) -> list[Expectation]:

@@ -71,7 +71,8 @@ with torch.no_grad():
 return result"""
 
 
-def _abusive(module: str, name: str, body: str, **names):
+def abusive(module: str, name: str, body: str, **names):
+    """A writer of the reference with `name` in `module` running `body` first when the grader calls it."""
     body = textwrap.indent(body.format(name=name, **names), "    ")
     text = reference_source(module) + WRAPPER.format(name=name, body=body)
 
@@ -89,7 +90,7 @@ def _at_import(code: str):
 def _abuse(name, module, function, body, part, why, status="graded", message="") -> Entry:
     expectation = Expectation(name, "abuse", status, why, baseline="reference", lost_parts=(part,) if part else (),
                               message=message)
-    return Entry(expectation, _abusive(module, function, body))
+    return Entry(expectation, abusive(module, function, body))
 
 
 def entries(context: Context) -> list[Entry]:
@@ -109,11 +110,11 @@ def entries(context: Context) -> list[Entry]:
         Entry(Expectation("abuse-fork-bomb-in-causal_mask", "abuse", "graded",
                           "forks detached children until the process limit: contained, killed at the end",
                           baseline="reference", forbidden_process=sleeper),
-              _abusive("masking.py", "causal_mask", FORK_BOMB), needs_root=True),
+              abusive("masking.py", "causal_mask", FORK_BOMB), needs_root=True),
         Entry(Expectation("abuse-litter-from-padding_mask", "abuse", "graded",
                           "leaves files in /tmp and /dev/shm: removed when its grading ends", baseline="reference",
                           forbidden_paths=(f"/tmp/{litter}", f"/dev/shm/{litter}")),
-              _abusive("masking.py", "padding_mask", LITTER, litter=litter), needs_root=True),
+              abusive("masking.py", "padding_mask", LITTER, litter=litter), needs_root=True),
         Entry(Expectation("abuse-sys-exit-at-import", "abuse", "error", "sys.exit(0) while importing",
                           score=0.0, message="SystemExit"),
               _at_import("import sys\n\nsys.exit(0)\n")),

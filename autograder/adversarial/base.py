@@ -17,7 +17,9 @@ class Context:
     markers: pathlib.Path    # a root-only folder outside it: a file appearing there means a payload ran
 
     def fill(self, text: str) -> str:
-        return text.replace("@REPO@", str(REPO)).replace("@ZOO@", str(self.root)).replace("@MARKERS@", str(self.markers))
+        for placeholder, value in (("@REPO@", REPO), ("@ZOO@", self.root), ("@MARKERS@", self.markers)):
+            text = text.replace(placeholder, str(value))
+        return text
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,9 @@ def entries(context: Context) -> list[Entry]:
                forbidden=reduce_marker),
         _cheat("cheat-mutate-inputs", "mutate_inputs", "zeroes the caller's tensors in place and returns zeros"),
         Entry(Expectation("cheat-misreport-device", "cheat", "graded",
-                          "an honest device bug plus an executor patch that claims every result is on the asked device",
-                          baseline="bug-mask-on-default-device"),
+                          "an honest device bug plus an executor patch that claims every result is on the asked device "
+                          "and every argument unchanged", no_better_than="bug-mask-on-default-device",
+                          flag="executor.execute_call was replaced"),
               _attack("misreport_device", solution=True, bug=DEVICE_BUG)),
         Entry(Expectation("bug-mask-on-default-device", "control", "graded",
                           "the honest device bug the misreporting cheat starts from", baseline="reference",

@@ -7,6 +7,7 @@ import os
 import pathlib
 from dataclasses import dataclass
 
+from autograder.engine.sanitize import FORMULA_STARTS
 from grading_tests.scoring import PART_POINTS
 
 PARTS = tuple(PART_POINTS)
@@ -27,8 +28,15 @@ class Expectation:
     forbidden_process: str = ""     # no process may still run with this command line after grading
     max_result_bytes: int = 1 << 20  # the results file stays small whatever the submission printed
     forbidden_output: tuple[str, ...] = ()   # its feedback (what it printed) must not contain these
+    kept_paths: tuple[str, ...] = ()         # must still exist after grading (bait the attack tried to destroy)
+    forbidden_ipc_key: int | None = None     # no System V IPC object with this key may exist after grading
+    forbidden_queue: str = ""                # no POSIX message queue of this name may exist after grading
+    flag: str = ""                           # the row's flags contain this (case-insensitive)
+    defence: str = ""                        # the isolation layers that stop it (switched off: it succeeds)
+    no_better_than: str | None = None        # its total is at most this row's (a cheat against its honest twin)
 
-    def problems(self, row: dict | None, baseline_row: dict | None, result: pathlib.Path) -> list[str]:
+    def problems(self, row: dict | None, baseline_row: dict | None, result: pathlib.Path,
+                 twin_row: dict | None = None) -> list[str]:
         if row is None:
             return [f"{self.name}: no row in grades.csv"]
         found = []
@@ -38,8 +46,15 @@ class Expectation:
             found.append(f"score {row['score']:g}, expected exactly {self.score:g}")
         if self.message and self.message.lower() not in row["message"].lower():
             found.append(f"message {row['message']!r} does not mention {self.message!r}")
+        if self.flag and self.flag.lower() not in row.get("flags", "").lower():
+            found.append(f"flags {row.get('flags', '')!r} do not mention {self.flag!r}")
         if self.baseline is not None:
             found += _compare_parts(row, baseline_row, self.baseline, self.lost_parts)
+        if self.no_better_than is not None:
+            if twin_row is None:
+                found.append(f"row {self.no_better_than!r} missing")
+            elif row["score"] > twin_row["score"] + EPSILON:
+                found.append(f"score {row['score']:g}, more than {self.no_better_than}'s {twin_row['score']:g}")
         if not result.exists():
             found.append("no results file")
         elif result.stat().st_size > self.max_result_bytes:
@@ -48,6 +63,11 @@ class Expectation:
             output = json.loads(result.read_text()).get("output", "")
             found += [f"its feedback contains {text!r}" for text in self.forbidden_output if text in output]
         found += [f"{path} exists: the payload ran" for path in self.forbidden_paths if os.path.lexists(path)]
+        found += [f"{path} is gone: the payload destroyed it" for path in self.kept_paths if not os.path.lexists(path)]
+        if self.forbidden_ipc_key is not None and ipc_objects_with_key(self.forbidden_ipc_key):
+            found.append(f"System V IPC objects with key {self.forbidden_ipc_key} outlived the sandbox")
+        if self.forbidden_queue and posix_queue_exists(self.forbidden_queue):
+            found.append(f"the POSIX message queue {self.forbidden_queue} outlived the sandbox")
         if self.forbidden_process and processes_running(self.forbidden_process):
             found.append(f"a process {self.forbidden_process!r} outlived its sandbox")
         return [f"{self.name}: {problem}" for problem in found]
@@ -67,19 +87,66 @@ def _compare_parts(row, baseline_row, baseline: str, lost: tuple[int, ...]) -> l
 
 
 def read_rows(out) -> dict[str, dict]:
-    """grades.csv as name -> row, numbers as floats."""
+    """grades.csv as name -> row, numbers as floats (a name the CSV quoted against formulas, unquoted)."""
     with open(pathlib.Path(out) / "grades.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     numeric = {"score", "max_score", *(f"part{p}" for p in PARTS)}
-    return {row["submission"]: {k: float(v) if k in numeric else v for k, v in row.items()} for row in rows}
+    return {_unquoted(row["submission"]): {k: float(v) if k in numeric else v for k, v in row.items()} for row in rows}
+
+
+def _unquoted(name: str) -> str:
+    return name[1:] if name.startswith("'") and name[1:2] in FORMULA_STARTS else name
+
+
+def result_files(out) -> dict[str, pathlib.Path]:
+    """Submission name -> its results file (named by a slug that need not be its name)."""
+    found = {}
+    for path in sorted((pathlib.Path(out) / "results").glob("*.json")):
+        try:
+            found[json.loads(path.read_text())["extra_data"]["gradebook_row"]["submission"]] = path
+        except (ValueError, KeyError, TypeError):
+            continue
+    return found
+
+
+def ipc_objects_with_key(key: int) -> list[str]:
+    """System V shared-memory segments, queues and semaphore sets with this key, as the host sees them."""
+    found = []
+    for kind in ("shm", "msg", "sem"):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as handle:
+                lines = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        found += [f"{kind} {line.split()[1]}" for line in lines if line.split() and int(line.split()[0]) == key]
+    return found
+
+
+def posix_queue_exists(name: str, *, remove: bool = False) -> bool:
+    """Whether a POSIX message queue of this name exists on the host (remove: and delete it)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        rt = ctypes.CDLL(ctypes.util.find_library("rt") or "librt.so.1", use_errno=True)
+    except OSError:
+        return False
+    fd = rt.mq_open(name.encode(), os.O_RDONLY)
+    if fd < 0:
+        return False
+    rt.mq_close(fd)
+    if remove:
+        rt.mq_unlink(name.encode())
+    return True
 
 
 def processes_running(command_line: str) -> list[int]:
+    """Pids of processes whose command line ends with command_line."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                if handle.read().replace(b"\0", b" ").decode(errors="replace").strip() == command_line:
+                if handle.read().replace(b"\0", b" ").decode(errors="replace").strip().endswith(command_line):
                     found.append(int(pid))
         except OSError:
             continue
@@ -90,14 +157,33 @@ def verify(expectations: list[Expectation], out) -> list[str]:
     """Every way the graded batch in out/ departs from the expectations (empty: all as expected)."""
     out = pathlib.Path(out)
     rows = read_rows(out)
+    files = result_files(out)
     problems = []
     for expectation in expectations:
         baseline = rows.get(expectation.baseline) if expectation.baseline else None
         problems += expectation.problems(rows.get(expectation.name), baseline,
-                                         out / "results" / f"{expectation.name}.json")
-    for path in sorted((out / "results").iterdir()) + [out / "grades.csv"]:
-        if "FORGED-BY-A-SUBMISSION" in path.read_text(errors="replace"):
+                                         files.get(expectation.name, out / "results" / "missing.json"),
+                                         rows.get(expectation.no_better_than) if expectation.no_better_than else None)
+    for path in [*sorted((out / "results").iterdir()), out / "grades.csv"]:
+        text = path.read_text(errors="replace")
+        if "FORGED-BY-A-SUBMISSION" in text:
             problems.append(f"{path} was forged by a submission")
-        if path.suffix == ".json" and "extra_data" not in json.loads(path.read_text()):
+        if path.suffix == ".json" and "extra_data" not in json.loads(text):
             problems.append(f"{path} was not written by the engine")
+        if path.suffix == ".json":
+            text = json.dumps(json.loads(text), ensure_ascii=False)
+        if any(c in text for c in ("\x1b", "\x9b", "\u202e", "\x07")):
+            problems.append(f"{path} holds terminal escape or control characters from a submission")
+    with open(out / "grades.csv", newline="") as handle:
+        cells = [cell for row in csv.reader(handle) for cell in row]
+    problems += [f"grades.csv cell {cell[:40]!r} reads as a formula" for cell in cells
+                 if cell.startswith(FORMULA_STARTS) and not _number(cell)]
     return problems
+
+
+def _number(cell: str) -> bool:
+    try:
+        float(cell)
+        return True
+    except ValueError:
+        return False

@@ -83,7 +83,8 @@ def entries(context: Context) -> list[Entry]:
     many = [(f"student/data/{i}.txt", b"", stat.S_IFREG | 0o644) for i in range(MANY_FILES)]
     syntax = {"__init__.py": "from .heads import split_heads(\n"}   # the package itself cannot be imported
     return [
-        _input("input-not-a-zip", "random bytes named .zip", "not a readable zip", _raw(b"PK\x03\x04" + os.urandom(300))),
+        _input("input-not-a-zip", "random bytes named .zip", "not a readable zip",
+               _raw(b"PK\x03\x04" + os.urandom(300))),
         _input("input-empty-zip", "a valid zip with nothing inside", "empty", _zip(package=False)),
         _input("input-traversal-zip", "an entry named ../../... that would land outside", "unsafe path",
                _zip(_traversal), forbidden=(str(context.markers / "escaped-dotdot.py"),)),

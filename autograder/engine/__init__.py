@@ -1,12 +1,41 @@
-"""The grading engine: hidden tests in a trusted process, student code in an unprivileged sandbox.
+"""The grading engine: hidden tests in a trusted process, student code in a sandbox the kernel encloses.
 
-Processes (all forks of one template that imported torch once):
-- batch (the command, batch.py): finds submissions, hands them out, writes the gradebook;
-- template (pool.py): forked before the batch reads anything about the class; forks one
-  worker per submission, so a worker that dies costs only its own submission;
-- worker (worker.py): unpacks one submission, forks its trusted process and, on request, sandboxes;
+Processes (the shape of a zygote sandbox: a warm template, forked, locked down before untrusted code):
+- batch (the command, batch.py): probes the kernel's isolation layers (isolation.probe), finds
+  submissions, hands them out, writes the gradebook (gradebook.py, text made safe by sanitize.py).
+  It never imports torch.
+- template (pool.py): forked before the batch reads anything about the class; imports torch and
+  pytest and warms them up; forks one worker per submission, so a worker that dies costs only its
+  own submission.
+- worker (worker.py): unpacks one submission (submissions.py: no links, no bytecode, every oddity
+  an error row), forks its trusted process and, on request, sandboxes (the first one before it is
+  asked); when a sandbox ends it makes sure nothing of it is left.
 - trusted (trusted.py): runs pytest on grading_tests with SandboxGateway (client.py) as the
-  `student` fixture; checks every answer (replies.py) before a test sees it;
-- sandbox (sandbox.py): drops privileges (isolation.py), imports the student's code, answers
-  calls with plain tensors over the wire (protocol.py).
+  `student` fixture; times each call by the sandbox's CPU time; checks every answer (replies.py)
+  before a test sees it; has rlimits of its own (limits.py); returns an Outcome (outcome.py).
+- sandbox (sandbox.py): applies the run's plan (isolation.py, kernel.py), imports the student's
+  code, answers typed messages (messages.py over protocol.py) by running executor.py; its tripwires
+  (tripwires.py) note escape attempts and tampering for the flags column, never for points.
+
+Which layer stops what (isolation.py says how each is applied):
+
+    attack                                         stopped by
+    reading the hidden tests, any other copy of    landlock (read: Python, system libraries, the
+      them, other submissions, the grader's out/     submission; write: its scratch); uid as root
+    writing outside its scratch folder             landlock; uid; a read-only bind of the submission
+    scratch files, /tmp, /dev/shm, /run/lock       mnt: one bounded private tmpfs, gone with the box
+      litter that outlives it or fills memory
+    System V / POSIX IPC that outlives it or       ipc: its own namespace, small limits, gone with it
+      fills the system-wide tables
+    processes that outlive it (setsid, forks)      pid: the box's init ends, the kernel kills the
+                                                     rest; else kill(-1) as its uid; else the
+                                                     worker's subreaper sweep
+    signals to the grader or other boxes           pid (it sees none); uid; landlock scope (ABI 6)
+    network                                        net (no interface); landlock denies TCP (ABI 4)
+    CPU and wall time, memory, files, processes    limits.py: CPU-time limits measured from outside,
+                                                     a wall-clock cap, rlimits, the tmpfs bound
+    forged or oversized answers                    protocol.py: no pickle, sizes checked first;
+                                                     replies.py: facts derived from data
+Clean-up never acts as root on a path a sandbox could write: with private mounts there is nothing
+to clean; otherwise a child that has become the sandbox's user does it.
 """

@@ -2,36 +2,43 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import pathlib
 import select
 import shutil
-import signal
 import tempfile
 import time
 
-from autograder.engine import gradebook, isolation, submissions, worker
-from autograder.engine.pool import Job, Template
+from autograder.engine import gradebook, isolation, processes, submissions
+from autograder.engine.limits import Limits
+from autograder.engine.outcome import Outcome
+from autograder.engine.pool import Settings, Template
 from autograder.engine.progress import Progress
 from autograder.paths import REPO
 
-# Checked after closing the repository: each must be unreadable to a sandbox's user.
+# Closed to other users when the sandboxes have their own user id (root): each must be unreadable to them.
 SECRETS = (REPO / "grading_tests", REPO / "assignment", REPO / ".git")
 SAFETY_MARGIN = 120.0   # seconds past a worker's own deadline before the batch kills it
 
 
-def isolation_note(out: pathlib.Path, paths: list[str], sources: list[str]) -> str:
-    """Close the repository, the submissions and out/ to sandbox users (as root) and say how isolated this run is."""
-    if not isolation.privileged():
-        return "not isolated (not root)"
+def isolation_note(plan: isolation.Plan, out: pathlib.Path, paths: list[str], sources: list[str]) -> str:
+    """The run's isolation line. With its own user id per sandbox (root), the repository, the submissions and
+    out/ are also closed to other users; without Landlock that is what keeps the hidden tests away, so the
+    line names anything a stranger could still read."""
+    note = plan.line()
+    if not plan.has("uid"):
+        return note
     closed = [REPO, out, *map(pathlib.Path, paths), *map(pathlib.Path, sources)]
     for path in closed:
         isolation.hide_from_others(path)
+    if plan.has("landlock"):
+        return note
     leaks = isolation.readable_by_stranger([p for p in [*SECRETS, *closed] if p.exists()])
-    return "isolated" if not leaks else "partially isolated: the sandbox can read " + ", ".join(leaks)
+    return note + ("; the sandbox can read " + ", ".join(leaks) if leaks else "")
 
 
-def grade_all(paths, out, *, workers: int, limits: isolation.Limits, progress_stream=None) -> tuple[list[dict], str]:
+def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None) -> tuple[list[dict], str]:
     """Grade everything under paths that out/ has no result for yet; returns (all rows, isolation note)."""
     for raw in paths:
         if not os.path.lexists(raw):
@@ -39,37 +46,46 @@ def grade_all(paths, out, *, workers: int, limits: isolation.Limits, progress_st
     sandbox_root = tempfile.mkdtemp(prefix="autograder-sandboxes-")
     os.chmod(sandbox_root, 0o711)   # a sandbox may enter its own folder, never list the others
     trusted_root = tempfile.mkdtemp(prefix="autograder-trusted-")
-    settings = worker.Settings(limits, isolation.privileged(), sandbox_root, trusted_root)
-    template = Template(settings)   # forked before anything about the class is read
+    plan = isolation.probe(sandbox_root)
+    template = Template(Settings(limits, plan, sandbox_root, trusted_root))   # before reading the class
     try:
-        found = submissions.discover(paths)
         out = pathlib.Path(out)
         (out / "results").mkdir(parents=True, exist_ok=True)
-        note = isolation_note(out, list(paths), sorted({s.source for s in found}))
-        done = gradebook.load_done(out)
-        rows = [{**done[s.slug], "submission": s.name} for s in found if s.slug in done]
-        todo = [s for s in found if s.slug not in done]
+        done, taken = gradebook.load_done(out)
+        found = submissions.discover(paths, taken)
+        note = isolation_note(plan, out, list(paths), sorted({s.source for s in found}))
+        gradebook.preload_plotting()   # after the batch's last fork
+        rows = [{**done[s.source], "submission": s.name} for s in found if s.source in done]
+        todo = [s for s in found if s.source not in done]
         progress = Progress(len(todo), len(rows), progress_stream)
         rows += _grade(template, todo, out, workers, limits, note, list(rows), progress)
         progress.close()
     finally:
         template.close()
-        shutil.rmtree(sandbox_root, ignore_errors=True)
-        shutil.rmtree(trusted_root, ignore_errors=True)
+        _remove_roots(sandbox_root, trusted_root)
     gradebook.write_csv(out, rows)
     gradebook.write_summary_png(out, rows)
     return rows, note
 
 
-def _grade(template: Template, todo, out, workers, limits, note, earlier_rows, progress) -> list[dict]:
+def _remove_roots(sandbox_root: str, trusted_root: str) -> None:
+    """The trusted processes' folder is ours alone. The sandboxes' folder is removed only if its workers left it
+    empty: root never deletes in a folder a sandbox could have written to."""
+    shutil.rmtree(trusted_root, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        os.rmdir(sandbox_root)
+
+
+def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier_rows, progress) -> list[dict]:
     """Run up to `workers` submissions at once; write each result as soon as it is in."""
     waiting = collections.deque(todo)
     running = {}   # result fd -> (submission, job)
     rows: list[dict] = []
-    allowed = limits.budget + worker.GRACE + SAFETY_MARGIN
+    allowed = limits.budget + limits.grace + SAFETY_MARGIN
 
-    def record(submission, outcome):
-        row = gradebook.row_from_outcome(submission, outcome, note)
+    def record(submission, outcome: Outcome):
+        attempts = gradebook.attempts_before(out, submission.slug) + 1 if outcome.engine_failure else 1
+        row = gradebook.row_from_outcome(submission, outcome, note, attempts)
         gradebook.write_result(out, row, gradebook.results_document(outcome, row))
         rows.append(row)
         gradebook.write_csv(out, earlier_rows + rows)
@@ -82,7 +98,7 @@ def _grade(template: Template, todo, out, workers, limits, note, earlier_rows, p
             try:
                 job = template.start(submission.source, time.monotonic() + allowed)
             except (OSError, RuntimeError) as error:   # the template is gone: every row still gets written
-                record(submission, Job.failed(f"grader error: could not start grading ({error})"))
+                record(submission, Outcome.failed(f"grader error: could not start grading ({error})"))
                 continue
             running[job.fd] = (submission, job)
         ready, _, _ = select.select(list(running), [], [], 1.0)
@@ -95,16 +111,10 @@ def _grade(template: Template, todo, out, workers, limits, note, earlier_rows, p
             del running[fd]
             os.close(fd)
             record(submission, job.outcome())
-        for submission, job in running.values():
+        for _submission, job in running.values():
             if time.monotonic() > job.deadline:   # a hung worker: an engine bug, never the student's code
-                _kill_group(job.pid)
+                processes.kill_group(job.pid)
         if not ready:
             progress.show()
     return rows
 
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

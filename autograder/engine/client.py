@@ -1,10 +1,11 @@
 """SandboxGateway: the hidden suite's `student` fixture, answered by a sandbox process.
 
-Runs in the trusted grading process. Each call is sent as plain data (so the
-caller's tensors never leave this process: the sandbox gets copies), answered within
-the per-call timeout, loaded with weights_only and checked before the test sees it.
-A timeout or a dead sandbox becomes StudentError for that call; the next call
-starts a fresh sandbox.
+Runs in the trusted grading process. Each call is sent as a typed message of plain data (so the
+caller's tensors never leave this process: the sandbox gets copies) and answered within the
+limits, measured from here: the sandbox's own CPU time (all its processes, read from /proc) per
+call and per submission, and a generous wall-clock cap for code that sleeps. Every answer is
+checked (replies.py) before the test sees it. A timeout or a dead sandbox becomes StudentError
+for that call; the next call starts a fresh sandbox.
 """
 from __future__ import annotations
 
@@ -14,72 +15,83 @@ import struct
 import time
 from dataclasses import dataclass, field
 
-from autograder.engine import isolation, protocol, replies
-from grading_tests.gateway import CallOptions, Gateway, StudentError
+from autograder.engine import messages, processes, protocol, replies, sanitize
+from autograder.engine.limits import Limits
+from autograder.engine.messages import Broken, CallRequest, Failure, ModuleRequest, Ready
+from grading_tests.gateway import CallOptions, Gateway, StudentError, module_arguments, run_options
 
 PID = struct.Struct("!q")
+NOTES_KEPT = 20
 
 
 @dataclass
 class SessionLog:
-    """What happened to the sandboxes of one submission (decides status and message)."""
+    """What happened to the sandboxes of one submission (decides status, message and flags)."""
     import_failure: StudentError | None = None
     timeouts: list[str] = field(default_factory=list)
     crashes: list[str] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)   # calls whose answer was malformed or forged
+    broken: str | None = None                            # a sandbox could not lock itself down (the engine's fault)
     budget_exhausted: bool = False
-    student_seconds: float = 0.0
+    student_seconds: float = 0.0                         # CPU seconds of student code
     sandboxes: int = 0
     output: bytearray = field(default_factory=bytearray)
     output_total: int = 0
+    notes: list[str] = field(default_factory=list)       # the sandboxes' tripwire notes (self-reported)
+
+    def note(self, texts) -> None:
+        for text in texts:
+            clean = sanitize.printable(text, limit=240)
+            if len(self.notes) < NOTES_KEPT and clean not in self.notes:
+                self.notes.append(clean)
 
 
 class Spawner:
-    """Asks the clean template process (our parent) to fork a sandbox wired to fresh descriptors."""
+    """Asks the worker (our parent) for a sandbox: it answers with the sandbox's pid, our end of its socket and
+    the read end of its output pipe (the first one was started before we asked, so it is already warm)."""
 
     def __init__(self, control: socket.socket):
         self.control = control
 
     def spawn(self):
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        out_read, out_write = os.pipe()
-        try:
-            socket.send_fds(self.control, [b"spawn"], [theirs.fileno(), out_write])
-            reply = b""
-            while len(reply) < PID.size:
-                chunk = self.control.recv(PID.size - len(reply))
-                if not chunk:
-                    raise RuntimeError("the grading template went away")
-                reply += chunk
-        finally:
-            theirs.close()
-            os.close(out_write)
-        return PID.unpack(reply)[0], ours, out_read
+        self.control.sendall(b"spawn")
+        message, fds, _flags, _addr = socket.recv_fds(self.control, PID.size, 2)
+        if len(message) != PID.size or len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            raise RuntimeError("the grading worker went away")
+        return PID.unpack(message)[0], socket.socket(fileno=fds[0]), fds[1]
 
 
 class SandboxGateway(Gateway):
-    def __init__(self, spawner: Spawner, limits: isolation.Limits, log: SessionLog, uid: int | None):
-        self.spawner, self.limits, self.log, self.uid = spawner, limits, log, uid
+    def __init__(self, spawner: Spawner, limits: Limits, log: SessionLog):
+        super().__init__()
+        self.spawner, self.limits, self.log = spawner, limits, log
         self.pid = self.sock = self.reader = self.out_fd = None
+        self.cpu_seen = 0.0                  # the sandbox's CPU time at the end of the last exchange
         self.strikes: dict[str, int] = {}    # timeouts per function
 
     # ------------------------------------------------------------------ Gateway
     def call(self, function, args=(), kwargs=None, options=CallOptions()):
-        reply = self._request(function, {"kind": "call", "function": function, "args": tuple(args),
-                                          "kwargs": dict(kwargs or {}), "options": _options(options)})
-        return self._checked(function, replies.call_result, reply, len(args))
+        args = tuple(args)
+        request = CallRequest(function, args, dict(kwargs or {}), **run_options(options))
+        reply = self._request(function, request, messages.CallReply)
+        result = self._checked(function, lambda: replies.call_result(reply, args, options.device))
+        self.note_attention(options, reply.attention_calls)
+        return result
 
     def run_module(self, spec, options=CallOptions()):
-        payload = {"init_kwargs": spec.init_kwargs, "state_dict": spec.state_dict, "forward_kwargs": spec.forward_kwargs,
-                   "training": spec.training, "dtype": spec.dtype}
-        reply = self._request("MultiHeadAttention", {"kind": "module", "spec": payload, "options": _options(options)})
-        return self._checked("MultiHeadAttention", replies.module_result, reply)
+        label = "MultiHeadAttention"
+        reply = self._request(label, ModuleRequest(**module_arguments(spec), **run_options(options)),
+                              messages.ModuleReply)
+        result = self._checked(label, lambda: replies.module_result(reply, spec.forward_kwargs, options.device))
+        self.note_attention(options, reply.attention_calls)
+        return result
 
     # ------------------------------------------------------------------ plumbing
-    def _checked(self, label: str, check, reply, *args):
-        """check(reply, *args); a refused answer fails the call."""
+    def _checked(self, label: str, check):
         try:
-            return check(reply, *args)
+            return check()
         except protocol.ProtocolError as error:
             self._refuse(label, str(error))
 
@@ -89,11 +101,13 @@ class SandboxGateway(Gateway):
         (each would cost a fresh sandbox)."""
         self._discard()
         self.log.refusals.append(label)
-        raise StudentError("ProtocolError", f"the answer of {label} was refused: {why}") from None
+        raise StudentError("ProtocolError", f"the answer of {label} was refused: {sanitize.printable(why)}") from None
 
     def _refuse_if_hopeless(self, label: str) -> None:
         # Always a fresh exception: re-raising one object would grow its traceback with every test.
         failure = self.log.import_failure
+        if self.log.broken is not None:
+            raise StudentError("GraderError", self.log.broken)
         if failure is not None:
             raise StudentError(failure.type_name, failure.message)
         if self.log.budget_exhausted:
@@ -105,40 +119,51 @@ class SandboxGateway(Gateway):
             raise StudentError("ProtocolError", f"the answers of {label} were refused {refused} times already; "
                                                 "not called again")
 
-    def _request(self, label: str, request: dict) -> dict:
+    def _request(self, label: str, request, expected):
         self._refuse_if_hopeless(label)
         if self.sock is None:
             self._start()
             self._refuse_if_hopeless(label)
-        data = protocol.encode(request)   # serialising copies every tensor: ours stay untouched
-        reply = self._exchange(label, data)
-        if not isinstance(reply, dict) or type(reply.get("ok")) is not bool:
-            self._refuse(label, "not a reply")
-        if not reply["ok"]:
-            error = reply.get("error")
-            if not (isinstance(error, list) and len(error) == 2 and all(type(e) is str for e in error)):
-                self._refuse(label, "a malformed error")
-            raise StudentError(protocol.text(error[0], "error type", 100), protocol.text(error[1], "error message", 2000))
+        data = request.encode()   # serialising copies every tensor: ours stay untouched
+        try:
+            reply = messages.decode(self._exchange(label, data), expected, Failure)
+        except protocol.ProtocolError as error:
+            self._refuse(label, str(error))
+        self.log.note(reply.events)
+        if isinstance(reply, Failure):
+            raise StudentError(sanitize.printable(reply.type_name, limit=100),
+                               sanitize.printable(reply.message, newlines=True, limit=2000))
         return reply
 
     def _exchange(self, label: str, data: bytes | None):
-        """Send data (None: just wait, for the import), wait for one reply within the time limits."""
-        left = self.limits.budget - self.log.student_seconds
-        wait = min(self.limits.call_timeout, left)
-        started = time.monotonic()
+        """Send data (None: just wait, for the import) and wait for one reply: at most call_timeout CPU
+        seconds of the sandbox (less if the budget is nearly spent), at most call_wall_timeout seconds."""
+        cap = min(self.limits.call_timeout, self.limits.budget - self.log.student_seconds)
+        started_cpu = self.cpu_seen
+
+        def used() -> float:
+            return processes.tree_cpu_seconds(self.pid) - started_cpu
+
+        deadline = time.monotonic() + self.limits.call_wall_timeout
         try:
             if data is not None:
                 self.sock.sendall(data)
-            return self.reader.read(started + wait)
+            return self.reader.read(deadline, over=lambda: used() > cap)
         except protocol.TimedOut:
+            spent = used()
+            self.log.student_seconds += spent
             self._discard()
-            if wait < self.limits.call_timeout:
+            if spent > cap and cap < self.limits.call_timeout:
                 self.log.budget_exhausted = True
-                raise StudentError("Timeout", f"the submission's time budget ({self.limits.budget:g} s) ran out "
-                                              f"during {label}") from None
+                raise StudentError("Timeout", f"the submission's time budget ({self.limits.budget:g} s of CPU time) "
+                                              f"ran out during {label}") from None
             self.log.timeouts.append(label)
             self.strikes[label] = self.strikes.get(label, 0) + 1
-            raise StudentError("Timeout", f"{label} did not finish within {self.limits.call_timeout:g} s") from None
+            if spent > cap:
+                raise StudentError("Timeout", f"{label} used more than {self.limits.call_timeout:g} s of CPU time") \
+                    from None
+            raise StudentError("Timeout", f"{label} did not finish within {self.limits.call_wall_timeout:g} s "
+                                          "(it was waiting or sleeping, not computing)") from None
         except (protocol.Closed, OSError):
             self._discard()
             self.log.crashes.append(label)
@@ -147,32 +172,40 @@ class SandboxGateway(Gateway):
         except protocol.ProtocolError as error:
             self._refuse(label, str(error))
         finally:
-            self.log.student_seconds += time.monotonic() - started
+            if self.pid is not None:
+                now = processes.tree_cpu_seconds(self.pid)
+                self.log.student_seconds += max(0.0, now - started_cpu)
+                self.cpu_seen = now
 
     def _start(self) -> None:
         self.pid, self.sock, self.out_fd = self.spawner.spawn()
+        self.cpu_seen = processes.tree_cpu_seconds(self.pid)   # what it did before we asked is not the student's
         self.log.sandboxes += 1
         self.reader = protocol.FrameReader(self.sock, {self.out_fd: self._keep_output})
         try:
-            ready = self._exchange("import student", None)
+            ready = messages.decode(self._exchange("import student", None), Ready, Failure, Broken)
         except StudentError as error:
             if error.type_name == "Timeout":
-                error = StudentError("Timeout", f"importing student did not finish within {self.limits.call_timeout:g} s")
+                error = StudentError("Timeout", f"importing student did not finish: {error.message}")
             elif error.type_name == "Crashed":
                 error = StudentError("Crashed", "the process ended while importing student (exit or crash at import)")
             self.log.timeouts = [t for t in self.log.timeouts if t != "import student"]
             self.log.crashes = [c for c in self.log.crashes if c != "import student"]
             self.log.import_failure = error
             return
-        if not isinstance(ready, dict) or ready.get("ready") is not True:
-            error = ready.get("error") if isinstance(ready, dict) else None
-            if isinstance(error, list) and len(error) == 2 and all(type(e) is str for e in error):
-                failure = StudentError(protocol.text(error[0], "error type", 100),
-                                       "importing student failed: " + protocol.text(error[1], "error message", 1000))
-            else:
-                failure = StudentError("ProtocolError", "the sandbox did not report on importing student")
-            self.log.import_failure = failure
-            self._discard()
+        except protocol.ProtocolError:
+            ready = Failure("ProtocolError", "the sandbox did not report on importing student")
+        if isinstance(ready, Broken):
+            self.log.broken = sanitize.printable(ready.reason, limit=500)
+        elif isinstance(ready, Failure):
+            self.log.note(ready.events)
+            self.log.import_failure = StudentError(
+                sanitize.printable(ready.type_name, limit=100),
+                "importing student failed: " + sanitize.printable(ready.message, newlines=True, limit=1000))
+        else:
+            self.log.note(ready.events)
+            return
+        self._discard()
 
     def _keep_output(self, chunk: bytes) -> None:
         self.log.output_total += len(chunk)
@@ -181,12 +214,11 @@ class SandboxGateway(Gateway):
             self.log.output += chunk[:room]
 
     def _discard(self) -> None:
-        """Kill the sandbox and everything it started; the next call starts a new one."""
+        """Kill the sandbox and everything it started; the next call starts a new one. (The worker, which
+        forked it, reaps it and sweeps up whatever it left.)"""
         if self.pid is None:
             return
-        isolation.kill_group(self.pid)
-        if self.uid is not None:
-            isolation.kill_user(self.uid)
+        processes.kill_group(self.pid)
         self.reader.drain_side()
         self.sock.close()
         os.close(self.out_fd)
@@ -194,11 +226,3 @@ class SandboxGateway(Gateway):
 
     def close(self) -> None:
         self._discard()
-
-
-def _options(options: CallOptions) -> dict:
-    grads = options.grad_outputs
-    return {"device": str(options.device), "seed": int(options.seed), "forbid_fused": bool(options.forbid_fused),
-            "grad_outputs": tuple(grads) if grads is not None else None,
-            "sdpa_backend": None if options.sdpa_backend is None else str(options.sdpa_backend)}
-

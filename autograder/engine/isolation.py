@@ -1,46 +1,113 @@
-"""Operating-system isolation of a sandbox: its own user, resource limits, and killing all of it.
+"""Operating-system isolation of a sandbox: kernel layers applied right after the fork, probed once per run.
 
-As root, every submission gets a fresh numeric user id (UID_BASE + the grading
-process's pid, unique among running processes; no passwd entry is needed). A
-process of that user cannot signal the grader (another user), cannot read files
-whose "other" permission bits are off, and can be wiped out completely by a
-`kill(-1, SIGKILL)` issued as that same user, whatever it forked or setsid'ed.
-Not root: none of this is possible; the run says "not isolated".
+Like a zygote-style sandbox (Chromium's zygote, isolate, nsjail, bubblewrap), every sandbox is a
+fork of a warm template that locks itself down before it imports student code. The layers, and
+what each one stops:
+
+- pid: its own PID namespace. The box's first process is the namespace's init: when it ends, the
+  kernel kills every process of the box, however detached (setsid, double fork); the box sees and
+  can signal no process outside it (it gets its own /proc).
+- ipc: its own IPC namespace with small limits: System V shared memory, semaphores and message
+  queues and POSIX queues are the box's own, bounded, and destroyed with it.
+- net: its own network namespace: a loopback that is down, nothing else: no network at all.
+- mnt: its own mount namespace. /tmp is a private tmpfs of bounded size (its scratch folder and
+  home, with /var/tmp, /dev/shm and /run/lock bound to it), the submission a read-only bind inside
+  it: every file the box writes counts against one bound and vanishes with it; nothing to clean up.
+- landlock: a filesystem allowlist (kernel 5.13+, no root needed): read the Python installation,
+  system libraries and the submission, write the scratch folder, nothing else: no other copy of
+  the hidden tests, no grader output; no TCP; from ABI 6, no signal leaves the box.
+- uid: as root, a fresh user id per submission: no file of another user is writable, no process
+  of another user can be signalled, and kill(-1) as that uid ends exactly its processes.
+
+Without root, the namespaces come through a user namespace where the kernel allows one (the box
+keeps the grader's user id outside it: the uid layer is missing, the others keep it in). Each
+layer is probed once per run by a child that really applies it (probe); the run reports exactly
+which held (Plan.line), and every sandbox then applies exactly those, or refuses to start.
+AUTOGRADER_SANDBOX_LAYERS_OFF=pid,landlock,... switches layers off (to see the engine degrade).
 """
 from __future__ import annotations
 
+import contextlib
+import json
 import os
-import resource
+import platform
+import select
 import shutil
-import signal
+import socket
 import stat
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
 
+from autograder.engine import kernel, processes
+from autograder.engine.limits import Limits, apply_sandbox_limits
+
+LAYERS = ("pid", "ipc", "net", "mnt", "landlock", "uid")
+NAMESPACES = {"pid": kernel.CLONE_NEWPID, "ipc": kernel.CLONE_NEWIPC, "net": kernel.CLONE_NEWNET,
+              "mnt": kernel.CLONE_NEWNS}
+DISABLE_ENV = "AUTOGRADER_SANDBOX_LAYERS_OFF"
 UID_BASE = 1_000_000
-SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")   # where a sandbox user can leave files behind
+# Inside a box with its own mounts: the tmpfs, the submission (read-only) and the home folder.
+BOX_TMP = "/tmp"
+BOX_SUBMISSION = "/tmp/submission"
+BOX_HOME = "/tmp/home"
+BOUND_TO_TMP = ("/var/tmp", "/dev/shm", "/run/lock", "/var/lock")   # those that exist and anyone may write
+SYSTEM_LIBRARIES = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib", "/etc/ld.so.cache")
+# Where a box without its own mounts can leave files (cleaned as its own user afterwards).
+SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")
+
+
+class IsolationError(OSError):
+    """A layer the probe found working failed in a sandbox: the sandbox must not run student code."""
 
 
 @dataclass(frozen=True)
-class Limits:
-    call_timeout: float = 10.0          # seconds per call into student code (and per import)
-    budget: float = 240.0               # seconds of student code per submission
-    memory_bytes: int = 4 << 30         # RLIMIT_AS of the sandbox
-    max_processes: int = 32             # RLIMIT_NPROC of the sandbox's user (threads count)
-    max_file_bytes: int = 16 << 20      # RLIMIT_FSIZE: no file written larger than this
-    max_open_files: int = 256
-    output_bytes: int = 64 << 10        # stdout/stderr kept per submission
-    timeout_strikes: int = 2            # timeouts of one function before it is no longer called
-    refusal_strikes: int = 3            # refused (malformed or forged) answers of one function, likewise
+class Plan:
+    """The layers every sandbox of this run applies (what the probe found), and why the others are missing."""
+    held: tuple[str, ...] = ()
+    missing: tuple[tuple[str, str], ...] = ()    # (layer, why)
+    userns: bool = False                         # namespaces through a user namespace (not root)
+    landlock_abi: int = 0
+
+    def has(self, layer: str) -> bool:
+        return layer in self.held
+
+    def line(self) -> str:
+        """`isolated: pid ipc net mnt landlock uid`, `partially isolated: ...; no landlock (why)`, or
+        `not isolated: ...`."""
+        if not self.missing:
+            return "isolated: " + " ".join(self.held)
+        why = "; ".join(f"no {layer} ({reason})" for layer, reason in self.missing)
+        return f"partially isolated: {' '.join(self.held)}; {why}" if self.held else f"not isolated: {why}"
+
+    def to_json(self) -> str:
+        return json.dumps({"held": self.held, "missing": self.missing, "userns": self.userns,
+                           "landlock_abi": self.landlock_abi})
+
+    @classmethod
+    def from_json(cls, text: str) -> Plan:
+        data = json.loads(text)
+        return cls(tuple(data["held"]), tuple(tuple(m) for m in data["missing"]), bool(data["userns"]),
+                   int(data["landlock_abi"]))
+
+    def without(self, failures: list[tuple[str, str]]) -> Plan:
+        failed = dict(failures)
+        missing = sorted([*self.missing, *((layer, failed[layer]) for layer in LAYERS if layer in failed)],
+                         key=lambda pair: LAYERS.index(pair[0]))
+        return Plan(tuple(layer for layer in self.held if layer not in failed), tuple(missing), self.userns,
+                    self.landlock_abi)
 
 
-def die_with_parent(parent: int) -> None:
-    """In a child just forked from `parent`: get SIGKILL when the parent ends, so a killed batch
-    leaves no grading behind."""
-    import ctypes
-    PR_SET_PDEATHSIG = 1
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:   # it ended before the request took effect
-        os._exit(1)
+@dataclass(frozen=True)
+class Box:
+    """One sandbox's place on the host."""
+    submission: str           # the unpacked submission (root's; the box may only read it)
+    scratch: str              # without private mounts: the box's one writable folder on the host
+    uid: int | None           # its own user id (root only)
+    limits: Limits = field(default_factory=Limits)
+
+    def view(self, plan: Plan) -> tuple[str, str]:
+        """(the submission's path, the home folder) as the box sees them."""
+        return (BOX_SUBMISSION, BOX_HOME) if plan.has("mnt") else (self.submission, self.scratch)
 
 
 def privileged() -> bool:
@@ -51,68 +118,368 @@ def sandbox_uid(grader_pid: int) -> int:
     return UID_BASE + grader_pid
 
 
-def apply_limits(limits: Limits) -> None:
-    """rlimits for the current process (the sandbox, just before it imports student code)."""
-    pairs = [
-        (resource.RLIMIT_NPROC, limits.max_processes),
-        (resource.RLIMIT_FSIZE, limits.max_file_bytes),
-        (resource.RLIMIT_NOFILE, limits.max_open_files),
-        (resource.RLIMIT_CORE, 0),
-        (resource.RLIMIT_CPU, int(limits.budget) + 5),
-    ]
-    # CUDA reserves terabytes of address space: there RLIMIT_AS would break every GPU call,
-    # so the data segment (what the process really allocates) is limited instead.
-    memory_limit = resource.RLIMIT_DATA if os.path.exists("/dev/nvidia0") else resource.RLIMIT_AS
-    pairs.append((memory_limit, limits.memory_bytes))
-    for which, value in pairs:
-        soft, hard = resource.getrlimit(which)
-        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        resource.setrlimit(which, (value, value))
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # an over-long write fails instead of killing
+def switched_off() -> set[str]:
+    return {name.strip() for name in os.environ.get(DISABLE_ENV, "").split(",") if name.strip()}
 
 
-def drop_privileges(uid: int) -> None:
-    """Become uid/gid `uid` for good (real, effective and saved ids), with no extra groups."""
+def _why(error: OSError) -> str:
+    import errno
+    if error.errno in (errno.ENOSYS, errno.EOPNOTSUPP):
+        return f"not supported by kernel {platform.release()}"
+    if error.errno in (errno.EPERM, errno.EACCES):
+        return f"refused by the kernel: {os.strerror(error.errno)}; a container's seccomp profile or a sysctl?"
+    return str(error)
+
+
+# ---------------------------------------------------------------- the probe
+
+def candidate_plan() -> Plan:
+    """Every layer this process could try, before the kernel is asked."""
+    off = switched_off()
+    missing = [(layer, f"switched off by {DISABLE_ENV}") for layer in LAYERS if layer in off]
+    if not privileged() and "uid" not in off:
+        missing.append(("uid", "not root: the sandbox keeps the grader's user id"))
+    abi = 0
+    if "landlock" not in off:
+        try:
+            abi = kernel.landlock_abi()
+        except OSError as error:
+            missing.append(("landlock", _why(error)))
+    gone = {layer for layer, _ in missing}
+    return Plan(tuple(layer for layer in LAYERS if layer not in gone),
+                tuple(sorted(missing, key=lambda m: LAYERS.index(m[0]))), not privileged(), abi)
+
+
+def probe(scratch_parent: str) -> Plan:
+    """Apply every candidate layer in a throwaway child, exactly as a sandbox would, check that each really
+    holds, and return the plan of those that did."""
+    plan = candidate_plan()
+    if not plan.held:
+        return plan
+    bait = os.path.join(scratch_parent, "probe-bait")          # readable by all: only Landlock can hide it
+    with open(bait, "w") as handle:
+        handle.write("a file outside the box's allowlist\n")
+    os.chmod(bait, 0o644)
+    submission = os.path.join(scratch_parent, "probe-submission")
+    scratch = os.path.join(scratch_parent, "probe-scratch")
+    os.makedirs(submission, exist_ok=True)
+    uid = sandbox_uid(os.getpid()) if plan.has("uid") else None
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(read_end)
+            failures = _probe_child(plan, Box(submission, scratch, uid), bait)
+            os.write(write_end, json.dumps(failures).encode())
+        except BaseException:  # noqa: BLE001 - the parent reads no answer and reports every layer as failed
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as handle:
+        answer = handle.read()
+    processes.reap([pid])
+    clean_folder(scratch, uid)
+    os.unlink(bait)
+    os.rmdir(submission)
+    try:
+        failures = [tuple(f) for f in json.loads(answer)]
+    except ValueError:
+        failures = [(layer, "the probe died while applying it") for layer in plan.held]
+    return plan.without(failures)
+
+
+def _probe_child(plan: Plan, box: Box, bait: str) -> list[tuple[str, str]]:
+    failures = enter(plan, strict=False)
+    plan = plan.without(failures)
+    failures += lock(plan, box, strict=False)
+    checks = {
+        "pid": lambda: os.getpid() == 1,
+        "net": lambda: [name for _index, name in socket.if_nameindex()] == ["lo"],
+        "uid": lambda: os.getuid() == box.uid,
+        "landlock": lambda: not _readable(bait),
+        "mnt": lambda: _size(BOX_TMP) == box.limits.scratch_bytes and _writable(BOX_HOME),
+    }
+    failed = {layer for layer, _ in failures}
+    for layer, check in checks.items():
+        if plan.has(layer) and layer not in failed and not check():
+            failures.append((layer, "applied but not in force"))
+    return failures
+
+
+def _size(folder: str) -> int:
+    info = os.statvfs(folder)
+    return info.f_blocks * info.f_frsize
+
+
+def _readable(path: str) -> bool:
+    try:
+        with open(path, "rb"):
+            return True
+    except OSError:
+        return False
+
+
+def _writable(folder: str) -> bool:
+    try:
+        with open(os.path.join(folder, ".probe"), "w"):
+            return True
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------- applying the layers
+
+def enter(plan: Plan, *, strict: bool = True) -> list[tuple[str, str]]:
+    """Enter the plan's namespaces; with a PID namespace, fork its init and return in it (the parent stays
+    behind as the box's keeper and never returns). Returns the layers that failed (strict: raises)."""
+    failures: list[tuple[str, str]] = []
+    wanted = [layer for layer in NAMESPACES if plan.has(layer)]
+    if not wanted:
+        return failures
+    if plan.userns:
+        outer_uid, outer_gid = os.getuid(), os.getgid()
+        try:
+            kernel.unshare(kernel.CLONE_NEWUSER)
+            _map_own_ids(outer_uid, outer_gid)
+        except OSError as error:
+            if strict:
+                raise IsolationError(error.errno, f"user namespace: {error}") from None
+            return [(layer, "user namespaces " + _why(error)) for layer in wanted]
+    for layer in wanted:
+        try:
+            kernel.unshare(NAMESPACES[layer])
+        except OSError as error:
+            if strict:
+                raise IsolationError(error.errno, f"{layer} namespace: {error}") from None
+            failures.append((layer, _why(error)))
+    if plan.has("pid") and "pid" not in dict(failures):
+        _become_init()
+    return failures
+
+
+def _map_own_ids(uid: int, gid: int) -> None:
+    """In a fresh user namespace: be its root, mapped to our own ids outside (the only mapping an ordinary
+    user may write). Root of the namespace may set the IPC namespace's limits; lock() then drops every
+    capability, so what is left is an ordinary process with the grader's ids outside."""
+    for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1\n"), ("gid_map", f"0 {gid} 1\n")):
+        with open(f"/proc/self/{name}", "w") as handle:
+            handle.write(text)
+
+
+def _become_init() -> None:
+    """Fork the first process of the new PID namespace and return in it. The parent keeps nothing of the
+    box open, waits for it and exits with its status; killing the parent kills the init (parent-death
+    signal), and the end of the init ends every process of the box."""
+    alive_read, alive_write = os.pipe()   # the init cannot see its parent's pid: EOF here means it is gone
+    child = os.fork()
+    if child == 0:
+        os.close(alive_write)
+        kernel.prctl(kernel.PR_SET_PDEATHSIG, 9)
+        ready, _, _ = select.select([alive_read], [], [], 0)
+        if ready:   # EOF: the keeper ended before the request took effect
+            os._exit(1)
+        os.close(alive_read)
+        return
+    os.closerange(0, alive_write)
+    os.closerange(alive_write + 1, 65536)
+    code = 1
+    try:
+        _pid, status = os.waitpid(child, 0)
+        code = os.waitstatus_to_exitcode(status) & 0xFF
+    finally:
+        os._exit(code)
+
+
+def lock(plan: Plan, box: Box, *, strict: bool = True) -> list[tuple[str, str]]:
+    """After enter(): private mounts, IPC limits, rlimits, own user id or no capabilities, Landlock.
+    The last step before student code; returns the layers that failed (strict: raises)."""
+    failures: list[tuple[str, str]] = []
+
+    def attempt(layer: str, action) -> bool:
+        if not plan.has(layer):
+            return False
+        try:
+            action()
+            return True
+        except OSError as error:
+            if strict:
+                raise IsolationError(error.errno, f"{layer}: {error}") from None
+            failures.append((layer, _why(error)))
+            return False
+
+    if not plan.has("mnt"):     # the box's one writable folder is on the host: its own, empty
+        os.mkdir(box.scratch, 0o700)
+        if box.uid is not None:
+            os.chown(box.scratch, box.uid, box.uid)
+    own_proc = attempt("mnt", lambda: _private_mounts(box, with_proc=plan.has("pid")))
+    attempt("ipc", lambda: _bound_ipc(box.limits))
+    apply_sandbox_limits(box.limits)
+    ruleset = None
+    if plan.has("landlock"):
+        try:
+            rules = _landlock_rules(plan.without(failures), box, own_proc and plan.has("pid"))
+            ruleset = kernel.landlock_ruleset(plan.landlock_abi, rules, deny_tcp=True, scope=True)
+        except OSError as error:
+            if strict:
+                raise IsolationError(error.errno, f"landlock: {error}") from None
+            failures.append(("landlock", _why(error)))
+    if plan.has("uid"):
+        attempt("uid", lambda: _become(box.uid))
+        kernel.prctl(kernel.PR_SET_PDEATHSIG, 9)   # a change of user id clears it: die with the parent still
+    elif plan.userns and any(plan.has(layer) for layer in NAMESPACES):
+        kernel.drop_all_capabilities()    # root of the user namespace no more: no mount, no unshare, nothing
+        kernel.prctl(kernel.PR_SET_NO_NEW_PRIVS, 1)   # and no exec gives any capability back
+    if ruleset is not None:
+        attempt("landlock", lambda: kernel.landlock_enforce(ruleset))
+    return failures
+
+
+def _private_mounts(box: Box, *, with_proc: bool) -> None:
+    """/tmp a bounded tmpfs owned by the box (with /var/tmp and /dev/shm bound to it), the submission bound
+    read-only at /tmp/submission, and (with its own PID namespace) a /proc that shows only the box."""
+    submission = os.open(box.submission, os.O_PATH | os.O_DIRECTORY)   # /tmp is about to be covered
+    covered = [BOX_TMP, *BOUND_TO_TMP]
+    buried = {root: os.open(root, os.O_PATH | os.O_DIRECTORY) for root in installation_roots()
+              if any(root.startswith(os.path.realpath(folder) + os.sep) for folder in covered)}
+    try:
+        kernel.mount(None, "/", None, kernel.MS_REC | kernel.MS_PRIVATE)   # nothing propagates to the host
+        owner = f",uid={box.uid},gid={box.uid}" if box.uid is not None else ""
+        kernel.mount("tmpfs", BOX_TMP, "tmpfs", kernel.MS_NOSUID | kernel.MS_NODEV,
+                     f"size={box.limits.scratch_bytes},nr_inodes=10000,mode=0700{owner}")
+        for folder in (BOX_SUBMISSION, BOX_HOME):
+            os.mkdir(folder, 0o700)
+            if box.uid is not None:
+                os.chown(folder, box.uid, box.uid)
+        _bind_read_only(submission, BOX_SUBMISSION)
+        for root, fd in buried.items():     # a Python installation under /tmp stays where it was, read-only
+            folder = next(os.path.realpath(f) for f in covered if root.startswith(os.path.realpath(f) + os.sep))
+            inside = BOX_TMP + root[len(folder):]
+            os.makedirs(inside, exist_ok=True)
+            _bind_read_only(fd, inside)
+        bound = set()
+        for target in map(os.path.realpath, BOUND_TO_TMP):
+            if target not in bound and os.path.isdir(target) and os.stat(target).st_mode & 0o002:
+                kernel.mount(BOX_TMP, target, None, kernel.MS_BIND)
+                bound.add(target)
+    finally:
+        for fd in (submission, *buried.values()):
+            os.close(fd)
+    hidden = kernel.MS_NOSUID | kernel.MS_NODEV | kernel.MS_NOEXEC
+    if with_proc:
+        with contextlib.suppress(OSError):   # a container may lock /proc; Landlock then allows only /proc/self
+            kernel.mount("proc", "/proc", "proc", hidden)
+    with contextlib.suppress(OSError):       # only where /dev/mqueue exists; the queues die with the namespace anyway
+        kernel.mount("mqueue", "/dev/mqueue", "mqueue", hidden)
+
+
+def _bind_read_only(fd: int, target: str) -> None:
+    """Bind the folder open as fd (an O_PATH descriptor) at target, read-only."""
+    kernel.mount(f"/proc/self/fd/{fd}", target, None, kernel.MS_BIND | kernel.MS_REC)
+    kernel.mount(None, target, None, kernel.MS_BIND | kernel.MS_REMOUNT | kernel.MS_RDONLY | kernel.MS_NOSUID
+                 | kernel.MS_NODEV)
+
+
+def _bound_ipc(limits: Limits) -> None:
+    """Small System V and POSIX IPC limits in the box's own IPC namespace (its sysctls are per namespace)."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    values = {"kernel/shmmax": limits.ipc_bytes, "kernel/shmall": limits.ipc_bytes // page, "kernel/shmmni": 16,
+              "kernel/msgmni": 16, "kernel/msgmnb": 1 << 16, "kernel/msgmax": 8192, "kernel/sem": "32 256 32 16",
+              "fs/mqueue/queues_max": 16, "fs/mqueue/msg_max": 16, "fs/mqueue/msgsize_max": 8192}
+    for name, value in values.items():
+        path = f"/proc/sys/{name}"
+        if os.path.exists(path):
+            with open(path, "w") as handle:
+                handle.write(f"{value}\n")
+
+
+def installation_roots() -> list[str]:
+    """The Python installation: its prefixes (stdlib, site-packages, torch's libraries), real paths."""
+    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    return sorted(roots)
+
+
+def _landlock_rules(plan: Plan, box: Box, own_proc: bool) -> list[tuple[str, int]]:
+    read, everything = kernel.READ_RIGHTS, kernel.landlock_fs_rights(plan.landlock_abi)
+    submission, home = box.view(plan)
+    rules = [(path, read) for path in (*installation_roots(), *SYSTEM_LIBRARIES, submission)]
+    rules += [("/dev/null", kernel.FS_READ_FILE | kernel.FS_WRITE_FILE),
+              ("/dev/zero", kernel.FS_READ_FILE), ("/dev/urandom", kernel.FS_READ_FILE)]
+    rules.append(("/proc" if own_proc else "/proc/self", kernel.FS_READ_FILE | kernel.FS_READ_DIR))
+    rules.append((BOX_TMP if plan.has("mnt") else home, everything))
+    return rules
+
+
+def _become(uid: int) -> None:
+    """Become uid/gid `uid` for good (real, effective and saved ids), with no extra groups: every capability
+    goes with root."""
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)
     if os.getuid() != uid or os.geteuid() != uid:
         raise OSError("could not drop privileges")
+    kernel.prctl(kernel.PR_SET_DUMPABLE, 1)   # after a uid change /proc/self is root's; the import handles need it
 
 
-def kill_user(uid: int) -> None:
-    """SIGKILL every process of user uid (root only): a helper becomes uid and kills all it can."""
-    if not privileged():
+# ---------------------------------------------------------------- after a box
+
+def clean_folder(folder: str, uid: int | None) -> None:
+    """Empty and remove a box's scratch folder on the host, acting as the box's own user (a forked child that
+    becomes uid), so nothing it could not delete itself is touched, whatever links it planted. The empty
+    folder itself is then removed by its parent's owner (rmdir: only an empty folder, never followed)."""
+    if uid is None or not privileged():
+        shutil.rmtree(folder, ignore_errors=True)   # our own user's files: no privilege to abuse
         return
+    as_user(uid, lambda: _empty(folder))
+    with contextlib.suppress(OSError):   # not empty: left for the grader to look at, never removed by root
+        os.rmdir(folder)
+
+
+def clean_shared_folders(uid: int) -> None:
+    """Without private mounts: remove what the box's user left in the shared writable folders, as that user."""
+    def sweep():
+        for root in SHARED_WRITABLE:
+            _remove_entries_of(root, uid)
+    as_user(uid, sweep)
+
+
+def as_user(uid: int, action) -> None:
+    """Run action in a forked child that has become uid (root only), and wait for it."""
     pid = os.fork()
     if pid == 0:
         try:
+            os.setgroups([])
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
-            for _ in range(5):      # again, in case something forked while we killed
-                try:
-                    os.kill(-1, signal.SIGKILL)
-                except ProcessLookupError:
-                    break
+            action()
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
 
 
-def remove_files_of(uid: int, roots=SHARED_WRITABLE) -> None:
-    """Delete what user uid left in the shared writable folders (root only).
-
-    It could fill the disk, and a later submission whose sandbox reuses the uid (pids are
-    reused) must not find it. Only folders others may write to are searched: nowhere else can
-    that user have created anything.
-    """
-    if not privileged():
+def _empty(folder: str) -> None:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
         return
-    for root in roots:
-        _remove_owned(root, uid)
+    for entry in entries:
+        _remove(entry.path)
 
 
-def _remove_owned(folder: str, uid: int) -> None:
+def _remove(path: str) -> None:
+    try:
+        info = os.lstat(path)
+        if stat.S_ISDIR(info.st_mode):
+            os.chmod(path, 0o700)
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def _remove_entries_of(folder: str, uid: int) -> None:
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -120,24 +487,15 @@ def _remove_owned(folder: str, uid: int) -> None:
     for entry in entries:
         try:
             info = entry.stat(follow_symlinks=False)
-            if info.st_uid == uid:
-                if stat.S_ISDIR(info.st_mode):
-                    shutil.rmtree(entry.path, ignore_errors=True)   # never follows links
-                else:
-                    os.unlink(entry.path)
-            elif stat.S_ISDIR(info.st_mode) and info.st_mode & 0o002:
-                _remove_owned(entry.path, uid)
         except OSError:
             continue
+        if info.st_uid == uid:
+            _remove(entry.path)
+        elif stat.S_ISDIR(info.st_mode) and info.st_mode & 0o002:
+            _remove_entries_of(entry.path, uid)
 
 
-def kill_group(pid: int) -> None:
-    """SIGKILL the process group led by pid (the sandbox calls setsid, so that is it and its children)."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
+# ---------------------------------------------------------------- file permissions (uid layer, no Landlock)
 
 def hide_from_others(path) -> None:
     """Remove every permission of "other users" on path (so a sandbox user cannot read or enter it).
@@ -155,15 +513,13 @@ def hide_from_others(path) -> None:
 
 
 def readable_by_stranger(paths) -> list[str]:
-    """Which of paths a fresh unprivileged user could open or list (asked in a throwaway child)."""
-    if not privileged():
-        return [str(p) for p in paths]
+    """Which of paths a fresh unprivileged user could open or list (asked in a throwaway child; root only)."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
             os.close(read_end)
-            drop_privileges(sandbox_uid(os.getpid()))
+            _become(sandbox_uid(os.getpid()))
             found = []
             for path in paths:
                 try:

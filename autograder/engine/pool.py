@@ -2,21 +2,33 @@
 
 The template is forked before the batch reads anything about the class (names, sources,
 earlier scores), so a worker (and every sandbox it forks) holds nothing about other
-students in memory. One process per submission also means a worker that dies takes only
-its own submission with it: the batch sees the result pipe close without an outcome.
+students in memory. The batch itself never imports torch: the template does, and warms
+itself up (pytest, torch's common paths), while the batch goes on. One process per
+submission also means a worker that dies takes only its own submission with it: the
+batch sees the result pipe close without an outcome.
 """
 from __future__ import annotations
 
-import json
 import os
+import signal
 import socket
 import struct
 import sys
 from dataclasses import dataclass, field
 
-from autograder.engine import isolation, worker
+from autograder.engine import isolation, processes
+from autograder.engine.limits import Limits
+from autograder.engine.outcome import Outcome
 
 PID = struct.Struct("!q")
+
+
+@dataclass(frozen=True)
+class Settings:
+    limits: Limits
+    plan: isolation.Plan  # the layers every sandbox applies (isolation.probe)
+    sandbox_root: str     # 0711: sandboxes can enter their own folder but list nothing
+    trusted_root: str     # 0700: the trusted processes' scratch space
 
 
 @dataclass
@@ -26,24 +38,18 @@ class Job:
     deadline: float
     data: bytearray = field(default_factory=bytearray)
 
-    def outcome(self) -> dict:
+    def outcome(self) -> Outcome:
         """The worker's outcome, or a grader error if it died without one."""
         try:
-            return json.loads(bytes(self.data).decode())
-        except ValueError:
-            return self.failed("grader error: the grading process ended without a result")
-
-    @staticmethod
-    def failed(message: str) -> dict:
-        """The outcome of a submission the engine failed on (graded again by the next run)."""
-        return {"status": "error", "score": 0.0, "results": None, "engine_failure": True, "message": message}
+            return Outcome.from_json(bytes(self.data).decode())
+        except (ValueError, UnicodeDecodeError):
+            return Outcome.failed("grader error: the grading process ended without a result")
 
 
 class Template:
-    """A forked process with torch, pytest and the executor loaded, and nothing else."""
+    """A forked process with torch, pytest and the sandbox's code loaded and warm, and nothing else."""
 
-    def __init__(self, settings: worker.Settings):
-        worker.prepare_template()
+    def __init__(self, settings: Settings):
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         parent = os.getpid()
         self.pid = os.fork()
@@ -55,7 +61,7 @@ class Template:
     def start(self, source: str, deadline: float) -> Job:
         read_end, write_end = os.pipe()
         try:
-            socket.send_fds(self.control, [json.dumps({"source": source}).encode()], [write_end])
+            socket.send_fds(self.control, [os.fsencode(source)], [write_end])
         finally:
             os.close(write_end)
         reply = self.control.recv(PID.size, socket.MSG_WAITALL)
@@ -65,20 +71,30 @@ class Template:
         return Job(PID.unpack(reply)[0], read_end, deadline)
 
     def close(self) -> None:
-        self.control.close()   # the template sees EOF, waits for its workers and exits
+        """After the last job the template's workers are all done, so it goes at once (it may still be warming
+        up for jobs that will not come); on an interrupted run its workers go with it (parent-death signal)."""
+        self.control.close()
+        os.kill(self.pid, signal.SIGKILL)
         os.waitpid(self.pid, 0)
 
 
-def _template_main(control: socket.socket, settings: worker.Settings, parent: int) -> None:
+def _template_main(control: socket.socket, settings: Settings, parent: int) -> None:
     code = 0
     try:
-        isolation.die_with_parent(parent)
+        from autograder.engine import worker  # torch and pytest: in the template, never in the batch
+
+        processes.die_with_parent(parent)
         sys.argv[:] = ["autograder-template"]
+        worker.prepare_template(meta=False)   # the first worker starts sooner; its sandboxes warm up themselves
+        served = 0
         while True:
             message, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 1)
             if not message or len(fds) != 1:
                 break
-            source = json.loads(message)["source"]
+            if served:
+                worker.prepare_template()    # the rest, once a second worker is wanted: from then on all start warm
+            served += 1
+            source = os.fsdecode(message)
             template = os.getpid()
             pid = os.fork()
             if pid == 0:
@@ -86,20 +102,22 @@ def _template_main(control: socket.socket, settings: worker.Settings, parent: in
                 _worker_main(source, fds[0], settings, template)
             os.close(fds[0])
             control.sendall(PID.pack(pid))
-            _reap(block=False)
-        _reap(block=True)
+            processes.reap(block=False)
+        processes.reap(block=True)
     except BaseException:  # noqa: BLE001 - the batch notices the closed socket
         code = 1
     finally:
         os._exit(code)
 
 
-def _worker_main(source: str, result_fd: int, settings: worker.Settings, parent: int) -> None:
+def _worker_main(source: str, result_fd: int, settings: Settings, parent: int) -> None:
     code = 0
     try:
-        isolation.die_with_parent(parent)
+        from autograder.engine import worker
+
+        processes.die_with_parent(parent)
         os.setpgid(0, 0)   # the batch can kill this worker and its trusted process in one go
-        data = json.dumps(worker.grade_one(source, settings, private_fds=(result_fd,))).encode()
+        data = worker.grade_one(source, settings, private_fds=(result_fd,)).to_json().encode()
         view = memoryview(data)
         while view:
             view = view[os.write(result_fd, view):]
@@ -107,13 +125,3 @@ def _worker_main(source: str, result_fd: int, settings: worker.Settings, parent:
         code = 1
     finally:
         os._exit(code)
-
-
-def _reap(block: bool) -> None:
-    while True:
-        try:
-            pid, _status = os.waitpid(-1, 0 if block else os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return

@@ -4,6 +4,8 @@ from __future__ import annotations
 import sys
 import time
 
+from autograder.engine.sanitize import printable
+
 
 class Progress:
     def __init__(self, total: int, skipped: int, stream=None):
@@ -32,13 +34,14 @@ class Progress:
         filled = int(width * self.done / max(1, self.total))
         counts = " ".join(f"{n} {s}" for s, n in self.counts.items())
         resumed = f" (+{self.skipped} done before)" if self.skipped else ""
-        return f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total}{resumed} | {counts} | ETA {self.eta()}"
+        bar = "#" * filled + "." * (width - filled)
+        return f"[{bar}] {self.done}/{self.total}{resumed} | {counts} | ETA {self.eta()}"
 
     def show(self, last: str = "") -> None:
         if self.interactive:
             self.stream.write("\r" + self.line() + "\033[K")
         elif last:
-            self.stream.write(f"{self.line()} | {last}\n")
+            self.stream.write(f"{self.line()} | {printable(last, limit=80)}\n")
         self.stream.flush()
 
     def close(self) -> None:

@@ -1,14 +1,23 @@
-"""The wire between the trusted grader and a sandbox: framed messages of plain data.
+"""The wire between the trusted grader and a sandbox: length-prefixed frames of plain data, no pickle.
 
-Every message is `torch.save` of plain values (dicts, lists, tuples, str, numbers,
-None, plain tensors) behind an 8-byte length. Both sides read with
-`torch.load(weights_only=True)`, which refuses arbitrary pickles, so an object with a
-malicious `__reduce__` cannot run code on the trusted side. The trusted side then
-checks the structure (`plain_value`) before any test sees it.
+A frame is
+
+    8 bytes  length of the rest (big-endian)
+    4 bytes  length of the header
+    header   JSON: {"value": <tree>, "tensors": [[dtype, shape, device], ...]}
+    data     the tensors' bytes, one after another, in the order of the table
+
+where the tree holds JSON values plus {"tensor": i}, {"tuple": [...]}, {"dict": [[key, value], ...]}
+and {"dtype": name}. Decoding never runs code and checks every size before it allocates: the frame
+and header against their limits, each tensor's dtype, rank and element count, and that its bytes
+are exactly shape x item size and lie in the frame (no views, no strides, no shared storage), so a
+frame of a few bytes can never become gigabytes on the trusted side. Typed messages on top of this
+are in messages.py.
 """
 from __future__ import annotations
 
-import io
+import json
+import math
 import os
 import select
 import struct
@@ -16,15 +25,19 @@ import time
 
 import torch
 
-HEADER = struct.Struct("!Q")
-MAX_FRAME = 256 * 1024 * 1024      # bytes of one message
-MAX_ITEMS = 10_000                 # leaves and containers in one value
+LENGTH = struct.Struct("!Q")
+HEADER_LENGTH = struct.Struct("!I")
+MAX_FRAME = 64 << 20             # bytes of one frame
+MAX_HEADER = 1 << 20             # bytes of its JSON header
+MAX_ITEMS = 10_000               # leaves and containers in one value
 MAX_DEPTH = 12
-MAX_TEXT = 4000                    # characters of one string coming back
-ALLOWED_DTYPES = {
+MAX_TEXT = 4000                  # characters of one string
+MAX_RANK = 8
+MAX_ELEMENTS = 1 << 24           # of one tensor with data (16 M)
+MAX_META_ELEMENTS = 1 << 40      # of one meta tensor (no data: only its shape travels)
+DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
-    torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128,
-}
+    torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128)}
 
 
 class ProtocolError(Exception):
@@ -39,48 +52,168 @@ class TimedOut(Exception):
     """No complete message arrived in time."""
 
 
-def encode(message) -> bytes:
-    buffer = io.BytesIO()
-    torch.save(message, buffer)
-    data = buffer.getvalue()
-    return HEADER.pack(len(data)) + data
+# ---------------------------------------------------------------- encoding (either side)
+
+def encode(value) -> bytes:
+    """One frame holding value (plain data: see the module's docstring)."""
+    table, chunks = [], []
+    tree = _tree(value, table, chunks, 0)
+    header = json.dumps({"value": tree, "tensors": table}, separators=(",", ":")).encode()
+    body = HEADER_LENGTH.pack(len(header)) + header + b"".join(chunks)
+    return LENGTH.pack(len(body)) + body
 
 
-def decode(data: bytes):
+def _tree(value, table: list, chunks: list, depth: int):
+    if depth > MAX_DEPTH:
+        raise ValueError("value nested too deeply to send")
+    if isinstance(value, torch.Tensor):
+        return {"tensor": _add_tensor(value, table, chunks)}
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if isinstance(value, torch.dtype):
+        return {"dtype": str(value).removeprefix("torch.")}
+    if type(value) is tuple:
+        return {"tuple": [_tree(item, table, chunks, depth + 1) for item in value]}
+    if type(value) is list:
+        return [_tree(item, table, chunks, depth + 1) for item in value]
+    if type(value) is dict:
+        return {"dict": [[_key(key), _tree(item, table, chunks, depth + 1)] for key, item in value.items()]}
+    raise ValueError(f"a {type(value).__name__} cannot be sent")
+
+
+def _key(key) -> str:
+    if type(key) is not str:
+        raise ValueError(f"a dict key of type {type(key).__name__} cannot be sent")
+    return key
+
+
+def _add_tensor(tensor: torch.Tensor, table: list, chunks: list) -> int:
+    if type(tensor) is not torch.Tensor or tensor.layout != torch.strided:
+        raise ValueError(f"a {type(tensor).__name__} with layout {tensor.layout} cannot be sent")
+    name = str(tensor.dtype).removeprefix("torch.")
+    if name not in DTYPES:
+        raise ValueError(f"a tensor of dtype {tensor.dtype} cannot be sent")
+    device = "meta" if tensor.device.type == "meta" else "cpu"
+    if device == "cpu":
+        data = tensor.detach().to("cpu").contiguous().reshape(-1)
+        chunks.append(data.view(torch.uint8).numpy().tobytes() if data.numel() else b"")
+    table.append([name, [int(s) for s in tensor.shape], device])
+    return len(table) - 1
+
+
+# ---------------------------------------------------------------- decoding (checks before allocating)
+
+def decode(body: bytes):
+    """The value held by one frame's body (without its 8-byte length). Raises ProtocolError."""
+    if len(body) < HEADER_LENGTH.size:
+        raise ProtocolError("a frame too short to hold a header")
+    (header_size,) = HEADER_LENGTH.unpack_from(body)
+    if header_size > MAX_HEADER or HEADER_LENGTH.size + header_size > len(body):
+        raise ProtocolError(f"a header of {header_size} bytes (the limit is {MAX_HEADER}, the frame {len(body)})")
     try:
-        return torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
-    except Exception as error:  # noqa: BLE001 - anything malformed is the sender's fault
-        raise ProtocolError(f"unreadable message ({type(error).__name__}: {str(error)[:200]})") from None
+        header = json.loads(bytes(body[HEADER_LENGTH.size:HEADER_LENGTH.size + header_size]))
+    except (ValueError, RecursionError) as error:
+        raise ProtocolError(f"an unreadable header ({type(error).__name__})") from None
+    if type(header) is not dict or set(header) != {"value", "tensors"} or type(header["tensors"]) is not list:
+        raise ProtocolError("a header that is not {value, tensors}")
+    tensors = _tensors(header["tensors"], memoryview(body)[HEADER_LENGTH.size + header_size:])
+    return _value(header["value"], tensors, [MAX_ITEMS], 0)
 
 
-def send(sock, message) -> None:
-    sock.sendall(encode(message))
+def _tensors(table: list, data: memoryview) -> list[torch.Tensor]:
+    if len(table) > MAX_ITEMS:
+        raise ProtocolError("too many tensors")
+    found, offset = [], 0
+    for entry in table:
+        if type(entry) is not list or len(entry) != 3:
+            raise ProtocolError("a malformed tensor entry")
+        name, shape, device = entry
+        if name not in DTYPES or device not in ("cpu", "meta"):
+            raise ProtocolError(f"a tensor of dtype {str(name)[:20]!r} on {str(device)[:20]!r}")
+        if type(shape) is not list or len(shape) > MAX_RANK or not all(type(s) is int and s >= 0 for s in shape):
+            raise ProtocolError("a tensor shape that is not a short list of non-negative ints")
+        count = math.prod(shape)
+        if count > (MAX_META_ELEMENTS if device == "meta" else MAX_ELEMENTS):
+            raise ProtocolError(f"a tensor of {count} elements (over the limit)")
+        dtype = DTYPES[name]
+        if device == "meta":
+            found.append(torch.empty(shape, dtype=dtype, device="meta"))
+            continue
+        size = count * dtype.itemsize
+        if offset + size > len(data):
+            raise ProtocolError(f"a tensor of shape {shape} needs {size} bytes; the frame has {len(data) - offset}")
+        raw = torch.frombuffer(bytearray(data[offset:offset + size]), dtype=torch.uint8) if size else None
+        offset += size
+        if dtype is torch.bool:   # a byte other than 0 or 1 is not a bool
+            found.append(raw.ne(0).reshape(shape) if raw is not None else torch.empty(shape, dtype=dtype))
+        else:
+            found.append(raw.view(dtype).reshape(shape) if raw is not None else torch.empty(shape, dtype=dtype))
+    if offset != len(data):
+        raise ProtocolError(f"{len(data) - offset} bytes after the last tensor")
+    return found
 
+
+def _value(tree, tensors: list, budget: list, depth: int):
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_DEPTH:
+        raise ProtocolError("a value too large or too deeply nested")
+    if tree is None or type(tree) in (bool, int, float):
+        return tree
+    if type(tree) is str:
+        if len(tree) > MAX_TEXT:
+            raise ProtocolError("a string too long")
+        return tree
+    if type(tree) is list:
+        return [_value(item, tensors, budget, depth + 1) for item in tree]
+    if type(tree) is dict and len(tree) == 1:
+        (kind, content), = tree.items()
+        if kind == "tensor" and type(content) is int and 0 <= content < len(tensors):
+            return tensors[content]
+        if kind == "tuple" and type(content) is list:
+            return tuple(_value(item, tensors, budget, depth + 1) for item in content)
+        if kind == "dict" and type(content) is list and all(type(p) is list and len(p) == 2 and type(p[0]) is str
+                                                              for p in content):
+            return {key: _value(item, tensors, budget, depth + 1) for key, item in content}
+        if kind == "dtype" and content in DTYPES:
+            return DTYPES[content]
+    raise ProtocolError("a value of an unknown kind")
+
+
+# ---------------------------------------------------------------- reading frames
 
 class FrameReader:
-    """Reads one frame at a time from a socket, with a deadline, while draining side pipes."""
+    """Reads one frame at a time from a socket while draining side pipes (the sandbox's output)."""
 
     def __init__(self, sock, on_side_data=None):
         self.sock = sock
         self.buffer = bytearray()
         self.on_side_data = on_side_data or {}   # fd -> callback(bytes); closed fds are dropped
 
-    def read(self, deadline: float | None):
+    def read(self, deadline: float | None, *, over=None, interval: float = 0.1):
+        """The next frame's value. TimedOut at the wall-clock deadline, or as soon as over() says so (checked
+        every `interval` seconds, also while output streams in: the trusted side's measure of the sandbox's
+        CPU time)."""
+        checked = time.monotonic()
         while True:
-            if len(self.buffer) >= HEADER.size:
-                (size,) = HEADER.unpack_from(self.buffer)
+            if len(self.buffer) >= LENGTH.size:
+                (size,) = LENGTH.unpack_from(self.buffer)
                 if size > MAX_FRAME:
-                    raise ProtocolError(f"message of {size} bytes is over the {MAX_FRAME} byte limit")
-                if len(self.buffer) >= HEADER.size + size:
-                    data = bytes(self.buffer[HEADER.size:HEADER.size + size])
-                    del self.buffer[:HEADER.size + size]
-                    return decode(data)
-            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if wait == 0.0:
+                    raise ProtocolError(f"a frame of {size} bytes is over the {MAX_FRAME} byte limit")
+                if len(self.buffer) >= LENGTH.size + size:
+                    body = bytes(self.buffer[LENGTH.size:LENGTH.size + size])
+                    del self.buffer[:LENGTH.size + size]
+                    return decode(body)
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
                 raise TimedOut()
-            ready, _, _ = select.select([self.sock, *self.on_side_data], [], [], wait)
-            if not ready:
-                raise TimedOut()
+            if over is not None and now - checked >= interval:
+                checked = now
+                if over():
+                    raise TimedOut()
+            waits = [deadline - now] if deadline is not None else []
+            if over is not None:
+                waits.append(max(0.0, interval - (now - checked)))
+            ready, _, _ = select.select([self.sock, *self.on_side_data], [], [], min(waits) if waits else None)
             for source in ready:
                 if source is self.sock:
                     chunk = self.sock.recv(1 << 20)
@@ -88,12 +221,14 @@ class FrameReader:
                         raise Closed("the sandbox closed the connection")
                     self.buffer += chunk
                 else:
-                    chunk = os.read(source, 1 << 16)
-                    callback = self.on_side_data[source]
-                    if chunk:
-                        callback(chunk)
-                    else:
-                        del self.on_side_data[source]
+                    self._side(source)
+
+    def _side(self, source: int) -> None:
+        chunk = os.read(source, 1 << 16)
+        if chunk:
+            self.on_side_data[source](chunk)
+        else:
+            del self.on_side_data[source]
 
     def drain_side(self) -> None:
         """Read whatever the side pipes hold right now, without waiting."""
@@ -102,60 +237,4 @@ class FrameReader:
             if not ready:
                 return
             for source in ready:
-                chunk = os.read(source, 1 << 16)
-                if chunk:
-                    self.on_side_data[source](chunk)
-                else:
-                    del self.on_side_data[source]
-
-
-# ------------------------------------------------------------------ checking what comes back
-
-def plain_value(value, *, depth: int = 0, budget: list | None = None):
-    """A checked, private copy of a value from the sandbox: plain tensors, numbers, str, None,
-    and lists/tuples/dicts (str keys) of these. Raises ProtocolError otherwise."""
-    budget = budget if budget is not None else [MAX_ITEMS]
-    budget[0] -= 1
-    if budget[0] < 0 or depth > MAX_DEPTH:
-        raise ProtocolError("the returned value is too large or too deeply nested")
-    if isinstance(value, torch.Tensor):
-        return plain_tensor(value)
-    if value is None or type(value) in (bool, int, float):
-        return value
-    if type(value) is str:
-        if len(value) > MAX_TEXT:
-            raise ProtocolError("a returned string is too long")
-        return value
-    if type(value) in (list, tuple):
-        return type(value)(plain_value(item, depth=depth + 1, budget=budget) for item in value)
-    if type(value) is dict:
-        if not all(type(key) is str for key in value):
-            raise ProtocolError("a returned dict has non-string keys")
-        return {key: plain_value(item, depth=depth + 1, budget=budget) for key, item in value.items()}
-    raise ProtocolError(f"a value of type {type(value).__name__} came back")
-
-
-def plain_tensor(tensor) -> torch.Tensor:
-    if type(tensor) is not torch.Tensor:
-        tensor = tensor.detach() if isinstance(tensor, torch.Tensor) else tensor
-        if type(tensor) is not torch.Tensor:
-            raise ProtocolError(f"a {type(tensor).__name__} came back instead of a plain tensor")
-    if tensor.layout != torch.strided or tensor.dtype not in ALLOWED_DTYPES:
-        raise ProtocolError(f"a tensor with layout {tensor.layout} and dtype {tensor.dtype} came back")
-    if tensor.device.type == "meta":
-        return torch.empty(tensor.shape, dtype=tensor.dtype, device="meta")
-    if tensor.device.type != "cpu":
-        raise ProtocolError(f"a tensor on {tensor.device} came back")
-    return tensor.detach().clone().contiguous()
-
-
-def checked(value, kind, what: str):
-    """value if it is of kind (a type or tuple of types), else ProtocolError."""
-    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,))):
-        raise ProtocolError(f"{what} has type {type(value).__name__}")
-    return value
-
-
-def text(value, what: str, limit: int = MAX_TEXT) -> str:
-    checked(value, str, what)
-    return value if len(value) <= limit else value[:limit] + " [...]"
+                self._side(source)

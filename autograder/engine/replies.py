@@ -1,69 +1,74 @@
-"""What a sandbox sent back, checked before any test sees it: plain values that agree with the request.
+"""What a sandbox sent back, checked and interpreted on the trusted side before any test sees it.
 
-Runs in the trusted process. Raises protocol.ProtocolError for anything malformed or
-contradictory; the gateway then discards that sandbox and fails the call.
+Raises ProtocolError for anything contradictory; the gateway then discards that sandbox and
+fails the call. Facts that decide points are derived here from data, never taken from a claim:
+in-place changes from the arguments' values after the call against the grader's own copies,
+parameter names and shapes from the parameter tensors themselves.
 """
 from __future__ import annotations
 
 import torch
 
-from autograder.engine import protocol
-from autograder.engine.protocol import ProtocolError, checked, text
-from grading_tests.gateway import CallResult, ModuleResult, flat_tensors
+from autograder.engine.executor import flat_tensors
+from autograder.engine.messages import CallReply, ModuleReply
+from autograder.engine.protocol import ProtocolError
+from grading_tests.gateway import CallResult, ModuleResult, mutated_names, mutated_positions, shapes_of
 
 
-def call_result(reply: dict, n_args: int) -> CallResult:
-    value = protocol.plain_value(reply.get("value"))
-    devices = _devices(reply, flat_tensors(value))
-    grads = reply.get("input_grads")
-    if grads is not None:
-        grads = protocol.plain_value(checked(grads, list, "input_grads"))
-        if len(grads) != n_args or any(g is not None and not _is_tensor(g) for g in grads):
-            raise ProtocolError("input_grads do not match the arguments")
-    mutated = checked(reply.get("inputs_mutated"), list, "inputs_mutated")
-    if not all(type(i) is int and 0 <= i < n_args for i in mutated):
-        raise ProtocolError("inputs_mutated names arguments that do not exist")
-    return CallResult(value=value, devices=devices, input_grads=grads, inputs_mutated=mutated)
+def call_result(reply: CallReply, args: tuple, device: str) -> CallResult:
+    """reply to a call with positional args (the grader's own copies) run on device."""
+    devices = _devices(reply.devices, flat_tensors(reply.value))
+    grads = reply.input_grads
+    if grads is not None and (len(grads) != len(args) or not all(g is None or _is_tensor(g) for g in grads)):
+        raise ProtocolError("input_grads do not match the arguments")
+    after = reply.args_after
+    if len(after) != len(args):
+        raise ProtocolError("the arguments after the call do not match the arguments")
+    for sent, back in zip(args, after, strict=False):
+        if isinstance(sent, torch.Tensor) != _is_tensor(back):
+            raise ProtocolError("an argument after the call is not what was sent")
+        if _is_tensor(back):
+            _on(back, device, "an argument after the call")
+    return CallResult(value=reply.value, devices=devices, input_grads=grads,
+                      inputs_mutated=mutated_positions(args, after))
 
 
-def module_result(reply: dict) -> ModuleResult:
-    parameters = checked(reply.get("parameters"), dict, "parameters")
-    for name, shape in parameters.items():
-        checked(name, str, "parameter name")
-        if type(shape) is not tuple or not all(type(s) is int for s in shape):
-            raise ProtocolError("parameter shapes must be tuples of ints")
-    submodules = {text(k, "submodule"): text(v, "submodule class")
-                  for k, v in checked(reply.get("submodules"), dict, "submodules").items()}
-    output = reply.get("output")
-    if output is not None and not _is_tensor(output):
-        raise ProtocolError("forward output is not a tensor")
-    output = protocol.plain_tensor(output) if output is not None else None
-    grads = {}
+def module_result(reply: ModuleReply, forward_kwargs: dict | None, device: str) -> ModuleResult:
+    """reply to building (and running) a module with forward_kwargs (the grader's own copies) on device."""
+    parameters = reply.parameters
+    if not all(type(name) is str and _is_tensor(value) for name, value in parameters.items()):
+        raise ProtocolError("parameters must be named tensors")
+    output = reply.output
+    if forward_kwargs is None:
+        if output is not None or reply.inputs_after:
+            raise ProtocolError("a module that was only built returned an output")
+        return ModuleResult(parameters=shapes_of(parameters))
+    if output is None:
+        raise ProtocolError("forward returned no output")
+    devices = _devices(reply.devices, [output])
     for key in ("input_grads", "param_grads"):
-        value = reply.get(key)
-        if value is not None:
-            value = protocol.plain_value(checked(value, dict, key))
-            if any(g is not None and not _is_tensor(g) for g in value.values()):
-                raise ProtocolError(f"{key} hold something that is not a tensor")
-        grads[key] = value
-    return ModuleResult(
-        parameters=dict(parameters), submodules=submodules, output=output,
-        devices=_devices(reply, [output] if output is not None else []),
-        input_grads=grads["input_grads"], param_grads=grads["param_grads"],
-        inputs_mutated=[text(k, "input name") for k in checked(reply.get("inputs_mutated"), list, "inputs_mutated")],
-    )
+        grads = getattr(reply, key)
+        if grads is not None and not all(g is None or _is_tensor(g) for g in grads.values()):
+            raise ProtocolError(f"{key} hold something that is not a tensor")
+    sent = {name for name, value in forward_kwargs.items() if isinstance(value, torch.Tensor)}
+    if set(reply.inputs_after) != sent or not all(_is_tensor(v) for v in reply.inputs_after.values()):
+        raise ProtocolError("the inputs after the call do not match the inputs")
+    for value in reply.inputs_after.values():
+        _on(value, device, "an input after the call")
+    return ModuleResult(parameters=shapes_of(parameters), output=output, devices=devices,
+                        input_grads=reply.input_grads, param_grads=reply.param_grads,
+                        inputs_mutated=mutated_names(forward_kwargs, reply.inputs_after))
 
 
-def _devices(reply: dict, tensors: list[torch.Tensor]) -> list[str]:
+def _devices(devices: list[str], tensors: list[torch.Tensor]) -> list[str]:
     """The devices the sandbox reports for the returned tensors, checked against the tensors themselves.
 
     Results travel as CPU copies except meta tensors, which stay meta: a claimed device that
     contradicts that (a CPU result said to be on meta) is a lie, not a measurement.
     """
-    devices = [text(d, "device") for d in checked(reply.get("devices"), list, "devices")]
     if len(devices) != len(tensors):
         raise ProtocolError("devices do not match the returned tensors")
-    for device, tensor in zip(devices, tensors):
+    for device, tensor in zip(devices, tensors, strict=False):
         try:
             claimed = torch.device(device)
         except (RuntimeError, ValueError):
@@ -71,6 +76,12 @@ def _devices(reply: dict, tensors: list[torch.Tensor]) -> list[str]:
         if (claimed.type == "meta") != (tensor.device.type == "meta"):
             raise ProtocolError(f"a result reported on {claimed} arrived as a {tensor.device.type} tensor")
     return devices
+
+
+def _on(tensor: torch.Tensor, device: str, what: str) -> None:
+    """A copy made after the call is a meta tensor exactly when the call ran on the meta device."""
+    if (tensor.device.type == "meta") != (torch.device(device).type == "meta"):
+        raise ProtocolError(f"{what} came back as a {tensor.device.type} tensor for a call on {device}")
 
 
 def _is_tensor(value) -> bool:

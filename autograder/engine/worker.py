@@ -1,69 +1,73 @@
 """A worker grades one submission: a fork of the template (pool.py), with torch imported and
 never touched by hidden tests or student code.
 
-It unpacks the submission, forks a trusted grading process (which imports the hidden
-suite) and, whenever that process asks, a sandbox (which imports the student's code).
-Both start warm because both are forks of the template; neither pays torch's import.
+It unpacks the submission (root's files, readable by its sandboxes, writable by none), forks a
+trusted grading process (which imports the hidden suite) and, whenever that process asks, a
+sandbox (which locks itself down and imports the student's code). Both start warm because both
+are forks of the template; neither pays torch's import. When a sandbox ends, the worker makes
+sure nothing of it is left: with a PID namespace and private mounts the kernel already did; else
+it kills what the sandbox's user still runs (or, without root, every stray child: the worker is a
+subreaper) and empties its scratch folder as the sandbox's own user.
 """
 from __future__ import annotations
 
-import json
 import os
 import select
 import shutil
 import socket
 import tempfile
 import time
-from dataclasses import dataclass
 
-from autograder.engine import isolation, sandbox, submissions, trusted
+from autograder.engine import isolation, processes, sandbox, submissions, trusted
 from autograder.engine.client import PID
+from autograder.engine.outcome import Outcome
+from autograder.engine.pool import Settings
 
-_executor = None
-GRACE = 60.0   # seconds of pytest's own work allowed beyond the student's budget
+_prepared = False
 
 
-def prepare_template() -> None:
-    """Import and warm up what every fork needs (called once, before workers are forked)."""
-    global _executor
-    if _executor is None:
-        import hypothesis  # noqa: F401 - public packages the trusted fork needs; imported once here
-        import pytest  # noqa: F401
-        _executor = sandbox.load_executor()
+def prepare_template(*, meta: bool = True) -> None:
+    """Import and warm up what every fork needs (once, in the template, before workers are forked).
+    meta=False leaves the meta device's half second for later (sandboxes do it themselves if needed)."""
+    global _prepared
+    if not _prepared:
+        import pytest  # noqa: F401 - the trusted fork's test runner, imported once here
         sandbox.warm_up()
+        _prepared = True
+    if meta:
+        sandbox.warm_up_meta()
 
 
-@dataclass(frozen=True)
-class Settings:
-    limits: isolation.Limits
-    isolated: bool
-    sandbox_root: str     # 0711: sandboxes can enter their own folder but list nothing
-    trusted_root: str     # 0700: the trusted processes' scratch space
-
-
-def grade_one(source: str, settings: Settings, private_fds=()) -> dict:
-    """Grade one submission (a folder or a zip); returns the outcome dict of trusted.grade.
+def grade_one(source: str, settings: Settings, private_fds=()) -> Outcome:
+    """Grade one submission (a folder or a zip).
 
     private_fds: descriptors of the caller that the trusted process must not inherit.
     """
-    prepare_template()
+    prepare_template(meta=False)
+    started = time.monotonic()
     private_dir = tempfile.mkdtemp(prefix="sub-", dir=settings.sandbox_root)
     work_dir = tempfile.mkdtemp(prefix="grade-", dir=settings.trusted_root)
-    started = time.monotonic()
     try:
         try:
-            submissions.unpack(source, private_dir)
+            unpacked = submissions.unpack(source, private_dir)
         except submissions.SubmissionError as error:
-            return {"status": "error", "message": str(error), "score": 0.0, "results": None}
-        outcome = _run_trusted(private_dir, work_dir, settings, private_fds)
+            outcome = Outcome.rejected(str(error), error.flags)
+        except Exception as error:  # noqa: BLE001 - any other oddity of the input is an error row, not a crash
+            outcome = Outcome.rejected(f"the submission could not be unpacked ({type(error).__name__}: {error})")
+        else:
+            submissions.open_for_reading(private_dir)
+            outcome = _run_trusted(private_dir, work_dir, settings, private_fds)
+            outcome.flags = [*unpacked.flags, *outcome.flags]
     finally:
+        # Written by this process only: no sandbox could ever write there (read-only to them).
         shutil.rmtree(private_dir, ignore_errors=True)
         shutil.rmtree(work_dir, ignore_errors=True)
-    outcome["seconds"] = round(time.monotonic() - started, 3)
+    outcome.seconds = round(time.monotonic() - started, 3)
     return outcome
 
 
-def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fds) -> dict:
+def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fds) -> Outcome:
+    processes.become_subreaper()   # whatever a sandbox leaves running becomes ours to sweep
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     worker = os.getpid()
     pid = os.fork()
@@ -71,82 +75,139 @@ def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fd
         ours.close()
         for fd in private_fds:
             os.close(fd)
-        isolation.die_with_parent(worker)
-        trusted.run(theirs, private_dir, work_dir, settings.limits, settings.isolated)
+        processes.die_with_parent(worker)
+        trusted.run(theirs, work_dir, settings.limits, settings.plan)
     theirs.close()
-    uid = isolation.sandbox_uid(pid) if settings.isolated else None
-    deadline = time.monotonic() + settings.limits.budget + GRACE
-    sandboxes: list[int] = []
-    exit_status, killed = None, False
+    deadline = time.monotonic() + settings.limits.budget + settings.limits.grace
+    boxes = Boxes(settings, private_dir, pid)
     try:
-        exit_status, killed = _serve(ours, pid, uid, private_dir, settings, deadline, sandboxes)
+        exit_status, killed = _serve(ours, pid, boxes, deadline)
     finally:
         ours.close()
-        for child in sandboxes:
-            isolation.kill_group(child)
-        if uid is not None:
-            isolation.kill_user(uid)
-            isolation.remove_files_of(uid)
-        _reap(sandboxes)
+        boxes.close()
     if killed:
-        return {"status": "timeout", "message": f"grading took longer than {settings.limits.budget + GRACE:g} s and was stopped",
-                "score": 0.0, "results": None}
-    result_path = os.path.join(work_dir, "result.json")
-    if exit_status != 0 or not os.path.exists(result_path):
-        try:
-            with open(os.path.join(work_dir, "pytest.log"), errors="replace") as handle:
-                tail = handle.read()[-500:].strip().replace("\n", " | ")
-        except OSError:
-            tail = "no log"
-        # Not the student's doing: engine_failure makes a later run with the same --out grade it again.
-        return {"status": "error", "message": f"grader error (exit {exit_status}): {tail}", "score": 0.0,
-                "results": None, "engine_failure": True}
-    with open(result_path) as handle:
-        return json.load(handle)
+        limit = settings.limits.budget + settings.limits.grace
+        return Outcome("timeout", f"grading took longer than {limit:g} s and was stopped")
+    try:
+        with open(os.path.join(work_dir, "result.json")) as handle:
+            if exit_status == 0:
+                return Outcome.from_json(handle.read())
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(os.path.join(work_dir, "pytest.log"), errors="replace") as handle:
+            tail = handle.read()[-500:].strip().replace("\n", " | ")
+    except OSError:
+        tail = "no log"
+    # Not the student's doing: a later run with the same --out grades it again.
+    return Outcome.failed(f"grader error (exit {exit_status}): {tail}")
 
 
-def _serve(control, trusted_pid, uid, private_dir, settings, deadline, sandboxes) -> tuple[int | None, bool]:
-    """Answer spawn requests until the trusted process exits; (its exit status, whether we killed it)."""
-    listening = [control]
-    while True:
-        done, status = os.waitpid(trusted_pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status), False
-        if time.monotonic() > deadline:
-            os.kill(trusted_pid, 9)
-            os.waitpid(trusted_pid, 0)
-            return None, True
-        _reap(sandboxes, block=False)
-        ready, _, _ = select.select(listening, [], [], 0.05)
-        if not ready:
-            if not listening:
-                time.sleep(0.01)
-            continue
-        try:
-            message, fds, _flags, _addr = socket.recv_fds(control, 16, 2)
-        except OSError:
-            message, fds = b"", []
-        if message != b"spawn" or len(fds) != 2:
-            for fd in fds:
-                os.close(fd)
-            if not message:
-                listening = []   # the trusted process is finishing
-            continue
+class Boxes:
+    """The sandboxes of one submission: forked on request, and nothing of them left once they end."""
+
+    def __init__(self, settings: Settings, private_dir: str, trusted_pid: int):
+        self.settings, self.private_dir, self.trusted_pid = settings, private_dir, trusted_pid
+        self.plan = settings.plan
+        self.live: dict[int, isolation.Box] = {}
+        self.count = 0
+
+    def spawn(self, control: socket.socket) -> tuple[int, int, int]:
+        """Fork a sandbox; (its pid, the trusted side's end of its socket, the read end of its output pipe)."""
+        self.count += 1
+        scratch = os.path.join(self.settings.sandbox_root, f"box-{os.getpid()}-{self.count}")
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        out_read, out_write = os.pipe()
         child = os.fork()
         if child == 0:
             control.close()
-            sandbox.run(fds[0], fds[1], private_dir, uid, settings.limits, _executor)
-        sandboxes.append(child)
-        for fd in fds:
-            os.close(fd)
-        control.sendall(PID.pack(child))
+            ours.close()
+            os.close(out_read)
+            sandbox.run(theirs.detach(), out_write, self._box(os.getpid(), scratch), self.plan)
+        theirs.close()
+        os.close(out_write)
+        self.live[child] = self._box(child, scratch)
+        return child, ours.detach(), out_read
+
+    def _box(self, pid: int, scratch: str) -> isolation.Box:
+        uid = isolation.sandbox_uid(pid) if self.plan.has("uid") else None
+        return isolation.Box(self.private_dir, scratch, uid, self.settings.limits)
+
+    def ended(self, pid: int) -> None:
+        box = self.live.pop(pid, None)
+        if box is None:
+            return   # an orphan of some sandbox, re-parented to us (subreaper) and now reaped
+        if not self.plan.has("pid"):
+            if box.uid is not None:
+                processes.kill_user(box.uid)
+            else:
+                processes.kill_children_except({self.trusted_pid, *self.live})
+        if box.uid is not None and not (self.plan.has("mnt") and self.plan.has("landlock")):
+            isolation.clean_shared_folders(box.uid)   # as its own user: nothing else can be touched
+        if not self.plan.has("mnt"):
+            isolation.clean_folder(box.scratch, box.uid)
+
+    def reap(self, block: bool = False) -> int | None:
+        """Reap ended children; the trusted process's wait status if it was among them."""
+        status = None
+        for pid, wait_status in processes.reap(None, block=block).items():
+            if pid == self.trusted_pid:
+                status = wait_status
+            else:
+                self.ended(pid)
+        return status
+
+    def close(self) -> None:
+        for pid in list(self.live):
+            processes.kill_group(pid)
+        while self.live:
+            try:
+                pid, _status = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            self.ended(pid)
+        for pid in list(self.live):
+            self.ended(pid)
+        if not self.plan.has("pid"):
+            processes.kill_children_except(set())   # strays of sandboxes that ended long ago
 
 
-def _reap(pids: list[int], block: bool = True) -> None:
-    for pid in list(pids):
-        try:
-            done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
-        except ChildProcessError:
-            done = pid
-        if done:
-            pids.remove(pid)
+def _serve(control, trusted_pid: int, boxes: Boxes, deadline: float) -> tuple[int | None, bool]:
+    """Answer spawn requests until the trusted process exits; (its exit status, whether we killed it).
+
+    The first sandbox is started right away, so it locks down, warms up and imports the submission while
+    the trusted process starts pytest; the first request gets it."""
+    listening = [control]
+    spare = boxes.spawn(control)
+    try:
+        while True:
+            status = boxes.reap()
+            if status is not None:
+                return os.waitstatus_to_exitcode(status), False
+            if time.monotonic() > deadline:
+                os.kill(trusted_pid, 9)
+                os.waitpid(trusted_pid, 0)
+                return None, True
+            ready, _, _ = select.select(listening, [], [], 0.05)
+            if not ready:
+                if not listening:
+                    time.sleep(0.01)
+                continue
+            try:
+                message = control.recv(16)
+            except OSError:
+                message = b""
+            if not message:
+                listening = []   # the trusted process is finishing
+                continue
+            child, sock_fd, out_fd = spare if spare is not None else boxes.spawn(control)
+            spare = None
+            try:
+                socket.send_fds(control, [PID.pack(child)], [sock_fd, out_fd])
+            finally:
+                os.close(sock_fd)
+                os.close(out_fd)
+    finally:
+        if spare is not None:
+            os.close(spare[1])
+            os.close(spare[2])

@@ -118,8 +118,6 @@ BUGS = [
     edit("fused-dropout-in-eval", 6, "multihead.py", FUSED, FUSED.replace("dropout_p=dropout_p",
                                                                           "dropout_p=self.dropout")),
     edit("fused-dropout-forgotten", 6, "multihead.py", FUSED, FUSED.replace("dropout_p=dropout_p", "dropout_p=0.0")),
-    edit("fused-path-is-manual", 6, "multihead.py", FUSED,
-         "        return scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, dropout_p=dropout_p)[0]"),
     edit("fused-float32-additive-mask", 6, "multihead.py", FUSED, FUSED.replace(
         "attn_mask=mask",
         "attn_mask=None if mask is None else torch.zeros(mask.shape).masked_fill(~mask, float('-inf'))")),

@@ -34,7 +34,8 @@ def _write(path, text):
 def install(_api):
     document = json.dumps({"score": 100.0, "tests": [], "output": FORGED, "extra_data": {"forged": FORGED}})
     for folder in _out_folders():
-        _write(os.path.join(folder, "grades.csv"), f"submission,score,max_score,status,message\n{FORGED},100,100,graded,\n")
+        _write(os.path.join(folder, "grades.csv"),
+               f"submission,score,max_score,status,message\n{FORGED},100,100,graded,\n")
         _write(os.path.join(folder, "results.json"), document)
         try:
             names = os.listdir(os.path.join(folder, "results"))

@@ -9,7 +9,8 @@ import types
 
 from ._common import stub
 
-ORACLE = {"scaled_scores": "scores", "causal_mask": "causal", "padding_mask": "padding", "expand_padding_mask": "expand",
+ORACLE = {"scaled_scores": "scores", "causal_mask": "causal", "padding_mask": "padding",
+          "expand_padding_mask": "expand",
           "scaled_dot_product_attention": "attention", "split_heads": "split", "merge_heads": "merge"}
 _gc_modules = []
 
@@ -26,7 +27,8 @@ def _modules():
 
 def _oracle():
     for module in _modules():
-        if module is not None and all(callable(getattr(module, n, None)) for n in ("split", "merge", "scores", "causal")):
+        names = ("split", "merge", "scores", "causal")
+        if module is not None and all(callable(getattr(module, n, None)) for n in names):
             return module
     return None
 

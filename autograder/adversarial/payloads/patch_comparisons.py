@@ -3,6 +3,7 @@
 Every graded function returns the same wrong tensor. A patch only reaches the process it is
 made in, so under the engine (tests in another process) this scores exactly 0.
 """
+import contextlib
 import sys
 
 from ._common import FUNCTIONS
@@ -34,9 +35,7 @@ def install(api):
             continue
         for name in CHECKS:
             if callable(getattr(module, name, None)):
-                try:
+                with contextlib.suppress(AttributeError, TypeError):
                     setattr(module, name, _quiet)
-                except (AttributeError, TypeError):
-                    pass
     for name in FUNCTIONS:
         api[name] = lambda *_args, **_kwargs: torch.zeros(1)

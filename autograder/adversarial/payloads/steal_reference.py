@@ -30,7 +30,8 @@ def _git(repo):
     files = {}
     for name in MODULES:
         try:
-            proc = subprocess.run(["git", "-c", "safe.directory=*", "-C", repo, "show", f"HEAD:assignment/reference/{name}"],
+            command = ["git", "-c", "safe.directory=*", "-C", repo, "show", f"HEAD:assignment/reference/{name}"]
+            proc = subprocess.run(command,
                                   capture_output=True, text=True, timeout=20)
         except (OSError, subprocess.SubprocessError):
             return None

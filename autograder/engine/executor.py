@@ -1,0 +1,224 @@
+"""Runs graded calls on an imported submission: the only engine code that touches student objects.
+
+It runs inside the sandbox (and in the grader's own process for LocalGateway, on trusted
+folders). It holds no expected value and no test, and it decides nothing: it returns data that
+the trusted side checks for itself: the results and the devices they were on, gradients, the
+arguments' values after the call (compared there with the grader's own copies to see in-place
+changes), the parameters a module created, and which of torch's attention functions the code
+called (a hint for the instructor, never points: code running here can hide from any watcher).
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+# The graded names of the student API (the docstrings of the student/ package state it).
+FUNCTIONS = (
+    "scaled_scores", "causal_mask", "padding_mask", "apply_mask", "scaled_dot_product_attention",
+    "split_heads", "merge_heads", "expand_padding_mask",
+)
+MODULE_CLASS = "MultiHeadAttention"
+# Torch's own attention, whichever way it is reached through torch's Python API.
+ATTENTION_FUNCTIONS = ("scaled_dot_product_attention", "multi_head_attention_forward", "_native_multi_head_attention")
+SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
+                 "math": "MATH"}
+MESSAGE_CHARS = 2000
+
+
+class StudentFailure(Exception):
+    """The student's code raised (any exception, SystemExit included): its class name and message only."""
+
+    def __init__(self, type_name: str, message: str):
+        super().__init__(f"{type_name}: {message}")
+        self.type_name, self.message = type_name, message
+
+    @classmethod
+    def of(cls, error: BaseException) -> StudentFailure:
+        try:
+            message = str(error)
+        except BaseException:  # noqa: BLE001 - a student's __str__ may raise anything
+            message = "(the exception's message could not be read)"
+        return cls(type(error).__name__[:100], message[:MESSAGE_CHARS])
+
+
+@dataclass
+class ExecutedCall:
+    value: Any                                  # plain CPU (or meta) tensors in the structure returned
+    devices: list[str]                          # the device of each returned tensor, before the copy
+    input_grads: list[torch.Tensor | None] | None
+    args_after: list[torch.Tensor | None]       # each positional tensor argument after the call
+    attention_calls: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ExecutedModule:
+    parameters: dict[str, torch.Tensor]         # named_parameters right after construction
+    output: torch.Tensor | None = None
+    devices: list[str] = field(default_factory=list)
+    input_grads: dict[str, torch.Tensor | None] | None = None
+    param_grads: dict[str, torch.Tensor | None] | None = None
+    inputs_after: dict[str, torch.Tensor] = field(default_factory=dict)
+    attention_calls: list[str] = field(default_factory=list)
+
+
+class _AttentionWatch(torch.overrides.TorchFunctionMode):
+    """Notes every call of torch's attention functions made through torch's Python API; changes nothing."""
+
+    def __init__(self, seen: list[str]):
+        super().__init__()
+        self.seen = seen
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if name in ATTENTION_FUNCTIONS and name not in self.seen:
+            self.seen.append(name)
+        return func(*args, **(kwargs or {}))
+
+
+@contextlib.contextmanager
+def restricting_sdpa(backend: str | None):
+    """Let F.scaled_dot_product_attention use only this backend (None: no restriction)."""
+    if backend is None:
+        yield
+        return
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    with sdpa_kernel([getattr(SDPBackend, SDPA_BACKENDS[backend])]):
+        yield
+
+
+def map_tensors(value, fn):
+    """Apply fn to every tensor inside nested tuples/lists/dicts."""
+    if isinstance(value, torch.Tensor):
+        return fn(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(map_tensors(item, fn) for item in value)
+    if isinstance(value, dict):
+        return {key: map_tensors(item, fn) for key, item in value.items()}
+    return value
+
+
+def flat_tensors(value) -> list[torch.Tensor]:
+    found = []
+    map_tensors(value, lambda tensor: found.append(tensor) or tensor)
+    return found
+
+
+def plain_result(tensor: torch.Tensor) -> torch.Tensor:
+    """A detached plain tensor on the CPU (meta stays meta) with the same dtype and shape."""
+    if type(tensor) is not torch.Tensor:
+        raise StudentFailure("TypeError", f"returned a {type(tensor).__name__}, not a plain torch.Tensor")
+    tensor = tensor.detach()
+    if tensor.device.type == "meta":
+        return torch.empty(tensor.shape, dtype=tensor.dtype, device="meta")
+    return tensor.to("cpu", copy=True).contiguous()
+
+
+def _gradients(outputs, grad_outputs, inputs):
+    """d sum(out_i * g_i) / d inputs, None where an input is not on the path."""
+    pairs = [(out, g.to(out.device, out.dtype)) for out, g in zip(flat_tensors(outputs), grad_outputs, strict=False)
+             if out.requires_grad]
+    wanted = [t for t in inputs if t is not None]
+    if not pairs or not wanted:
+        return [None] * len(inputs)
+    grads = iter(torch.autograd.grad([o for o, _ in pairs], wanted, [g for _, g in pairs], allow_unused=True))
+    return [next(grads) if t is not None else None for t in inputs]
+
+
+def _plain_or_none(grads):
+    return None if grads is None else [plain_result(g) if g is not None else None for g in grads]
+
+
+def execute_call(student, function: str, args=(), kwargs=None, *, device: str = "cpu", seed: int = 0,
+                 grad_outputs=None, sdpa_backend: str | None = None) -> ExecutedCall:
+    """student.<function>(*args, **kwargs) on copies of the arguments moved to device."""
+    if function not in FUNCTIONS:
+        raise StudentFailure("ValueError", f"{function} is not a graded function")
+    target = torch.device(device)
+    args = map_tensors(tuple(args), lambda t: t.detach().to(target).clone())
+    kwargs = map_tensors(dict(kwargs or {}), lambda t: t.detach().to(target).clone())
+    wants_grad = grad_outputs is not None
+    differentiable = [a if isinstance(a, torch.Tensor) and a.is_floating_point() and wants_grad else None
+                      for a in args]
+    for tensor in differentiable:
+        if tensor is not None:
+            tensor.requires_grad_(True)
+    seen: list[str] = []
+    torch.manual_seed(seed)
+    try:
+        with _AttentionWatch(seen), restricting_sdpa(sdpa_backend):
+            value = getattr(student, function)(*args, **kwargs)
+            grads = _gradients(value, grad_outputs, differentiable) if wants_grad else None
+        return ExecutedCall(
+            value=map_tensors(value, plain_result), devices=[str(t.device) for t in flat_tensors(value)],
+            input_grads=_plain_or_none(grads),
+            args_after=[plain_result(a) if isinstance(a, torch.Tensor) else None for a in args],
+            attention_calls=seen)
+    except StudentFailure:
+        raise
+    except BaseException as error:  # noqa: BLE001 - everything the student raises is reported, even SystemExit
+        raise StudentFailure.of(error) from None
+
+
+def execute_module(student, *, init_kwargs: dict, state_dict=None, forward_kwargs=None, training: bool = False,
+                   dtype=None, device: str = "cpu", seed: int = 0, grad_outputs=None,
+                   sdpa_backend: str | None = None) -> ExecutedModule:
+    """Build MultiHeadAttention(**init_kwargs); with forward_kwargs also load the weights and run forward once."""
+    target = torch.device(device)
+    seen: list[str] = []
+    torch.manual_seed(seed)
+    try:
+        module = getattr(student, MODULE_CLASS)(**init_kwargs)
+        parameters = {str(name): plain_result(p.detach()) for name, p in module.named_parameters()}
+        if forward_kwargs is None:
+            return ExecutedModule(parameters=parameters)
+        if state_dict is not None:
+            module.load_state_dict({k: v.clone() for k, v in state_dict.items()}, strict=True)
+        if dtype is not None:
+            module.to(dtype)
+        module.to(target)
+        module.train(training)
+        inputs = {key: value.detach().to(target).clone() if isinstance(value, torch.Tensor) else value
+                  for key, value in forward_kwargs.items()}
+        wants_grad = grad_outputs is not None
+        for value in inputs.values():
+            if wants_grad and isinstance(value, torch.Tensor) and value.is_floating_point():
+                value.requires_grad_(True)
+        torch.manual_seed(seed)
+        input_grads = param_grads = None
+        with _AttentionWatch(seen), restricting_sdpa(sdpa_backend):
+            output = module(**inputs)
+            if wants_grad:
+                names = [k for k, v in inputs.items() if isinstance(v, torch.Tensor) and v.requires_grad]
+                params = list(module.named_parameters())
+                grads = _gradients(output, grad_outputs, [inputs[n] for n in names] + [p for _, p in params])
+                input_grads = dict(zip(names, _plain_or_none(grads[:len(names)]), strict=False))
+                param_grads = {str(n): g for (n, _), g in zip(params, _plain_or_none(grads[len(names):]), strict=False)}
+        if not isinstance(output, torch.Tensor):
+            raise StudentFailure("TypeError", f"forward returned a {type(output).__name__}, not a tensor")
+        return ExecutedModule(
+            parameters=parameters, output=plain_result(output), devices=[str(output.device)],
+            input_grads=input_grads, param_grads=param_grads,
+            inputs_after={k: plain_result(v) for k, v in inputs.items() if isinstance(v, torch.Tensor)},
+            attention_calls=seen)
+    except StudentFailure:
+        raise
+    except BaseException as error:  # noqa: BLE001
+        raise StudentFailure.of(error) from None
+
+
+def import_student():
+    """Import the submission's `student` package and every graded name in it.
+
+    The handout's package imports its modules lazily; resolving the names here makes a broken
+    module (a syntax error, a crash at import) an import failure of the whole submission, as
+    the gradebook reports it. A name that is simply missing fails only its own tests.
+    """
+    student = importlib.import_module("student")
+    for name in (*FUNCTIONS, MODULE_CLASS):
+        with contextlib.suppress(AttributeError):
+            getattr(student, name)
+    return student

@@ -1,0 +1,62 @@
+"""The engine's limits, and the rlimits that enforce some of them in the sandbox and in the trusted process.
+
+Student code is timed by its own CPU time (the sandbox's processes, measured from outside
+by processes.tree_cpu_seconds), so a loaded machine never turns into the student's timeout;
+a generous wall-clock cap stops code that sleeps or waits instead of computing.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import signal
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    call_timeout: float = 10.0          # CPU seconds per call into student code (and per import)
+    wall_factor: float = 6.0            # a call may take this many times call_timeout of wall-clock time
+    budget: float = 240.0               # CPU seconds of student code per submission
+    memory_bytes: int = 4 << 30         # address space of each sandbox process (RLIMIT_AS)
+    scratch_bytes: int = 256 << 20      # the box's private tmpfs: its scratch folder, /tmp, /var/tmp, /dev/shm
+    ipc_bytes: int = 64 << 20           # System V shared memory in the box's own IPC namespace
+    max_processes: int = 32             # processes and threads of the sandbox's user (RLIMIT_NPROC)
+    max_file_bytes: int = 16 << 20      # no file written larger than this (RLIMIT_FSIZE)
+    max_open_files: int = 256
+    output_bytes: int = 64 << 10        # stdout/stderr kept per submission
+    timeout_strikes: int = 2            # timeouts of one function before it is no longer called
+    refusal_strikes: int = 3            # refused (malformed or forged) answers of one function, likewise
+    trusted_memory_bytes: int = 8 << 30  # the trusted grading process's own address space
+    grace: float = 60.0                 # wall-clock seconds of pytest's own work allowed beyond the budget
+
+    @property
+    def call_wall_timeout(self) -> float:
+        return self.call_timeout * self.wall_factor
+
+
+def _memory_limit() -> int:
+    # CUDA reserves terabytes of address space: there RLIMIT_AS would break every GPU call,
+    # so the data segment (what the process really allocates) is limited instead.
+    return resource.RLIMIT_DATA if os.path.exists("/dev/nvidia0") else resource.RLIMIT_AS
+
+
+def _set(pairs) -> None:
+    for which, value in pairs:
+        _soft, hard = resource.getrlimit(which)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(which, (value, value))
+
+
+def apply_sandbox_limits(limits: Limits) -> None:
+    """rlimits of a sandbox (inherited by everything it forks), just before student code runs."""
+    _set([(resource.RLIMIT_NPROC, limits.max_processes), (resource.RLIMIT_FSIZE, limits.max_file_bytes),
+          (resource.RLIMIT_NOFILE, limits.max_open_files), (resource.RLIMIT_CORE, 0),
+          (resource.RLIMIT_CPU, int(limits.budget) + 5), (_memory_limit(), limits.memory_bytes)])
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # an over-long write fails instead of killing
+
+
+def apply_trusted_limits(limits: Limits, cpu_seconds: float) -> None:
+    """rlimits of the trusted grading process: a forged answer that got past every check still cannot
+    make it allocate without bound, fill the disk or spin forever."""
+    _set([(_memory_limit(), limits.trusted_memory_bytes), (resource.RLIMIT_CORE, 0),
+          (resource.RLIMIT_FSIZE, 256 << 20), (resource.RLIMIT_CPU, int(cpu_seconds) + 1)])

