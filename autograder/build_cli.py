@@ -3,7 +3,7 @@
 Writes, from the master notebook, student/ and the hidden suite:
     dist/attention.ipynb            the student notebook (otter assign)
     dist/attention-handout.zip      what students download: student/ stubs + public checks, notebook, requirements
-    dist/autograder.zip             upload to Gradescope (otter generate + our grading plugin, engine, hidden suite)
+    dist/autograder.zip             upload to Gradescope: setup.sh, run_autograder, engine, hidden suite, otter_config
 The handout is checked for hidden material (autograder.otter.leaks); a leak fails the build.
 --otter-config FILE: otter_config.json keys laid over the defaults of autograder.zip, e.g.
 {"show_hidden": false, "show_stdout": true} (see autograder/otter/config.py; others are refused).

@@ -11,7 +11,8 @@ every key is optional except that a score must be given at the top or on every t
 "passed" or "failed"; visibilities are hidden, after_due_date, after_published, visible; output formats
 are text, html, simple_format, md, ansi. Keys the specification does not name are reported too, since
 Gradescope drops them silently (a misspelt "visiblity" would show a hidden test).
-Each Problem names its field ("tests[].status"), so a caller can tell one kind of breach from another.
+Each Problem names its field ("tests[].status"; a project rule adds "(sum)" or "(range)"), so a caller can
+tell one kind of breach from another.
 """
 from __future__ import annotations
 
@@ -151,14 +152,14 @@ def total_problems(document: dict, total: float) -> list[Problem]:
     if tests:
         possible = round(sum(t.get("max_score", 0) for t in tests), POINT_DECIMALS)
         if possible != round(total, POINT_DECIMALS):
-            found.append(Problem("tests[].max_score", f"the tests' maxima add up to {possible:g}, not {total:g}"))
+            found.append(Problem("tests[].max_score (sum)", f"the tests' maxima add up to {possible:g}, not {total:g}"))
         earned = round(sum(t.get("score", 0) for t in tests), POINT_DECIMALS)
         if "score" in document and round(document["score"], POINT_DECIMALS) != earned:
-            found.append(Problem("score", f"{document['score']:g} is not the tests' sum {earned:g}"))
+            found.append(Problem("score (sum)", f"{document['score']:g} is not the tests' sum {earned:g}"))
     for index, test in enumerate(tests):
         if not 0 <= test.get("score", 0) <= test.get("max_score", math.inf):
-            found.append(Problem("tests[].score", f"tests[{index}] scores {test.get('score')} of "
-                                                  f"{test.get('max_score')}"))
+            found.append(Problem("tests[].score (range)", f"tests[{index}] scores {test.get('score')} of "
+                                                          f"{test.get('max_score')}"))
     return found
 
 
