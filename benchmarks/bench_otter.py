@@ -6,7 +6,8 @@ side by side in one run: wall time and peak memory of each whole process tree; p
 
 Times are wall-clock times of the command a person (or Gradescope) starts, process start included;
 medians over --repeat runs, taken in turn so that all commands see the same machine load. Memory is the
-sum of PSS over the process tree at its sampled peak (benchmarks/process_tree.py; RSS beside it).
+sum of PSS over the process tree at its sampled peak, with its anonymous part, the floor a memory limit
+must hold (benchmarks/process_tree.py; RSS beside it).
 --container CPUS,MIB runs run_autograder once more inside a cgroup with that CPU quota and memory limit,
 as Gradescope does (its default is 0.5 CPU, 768 MB): does it finish, how long, the cgroup's peak.
 """
@@ -79,10 +80,10 @@ class Commands:
 def row(label: str, runs: list[Measurement]) -> str:
     seconds = statistics.median(m.seconds for m in runs)
     pss, rss = max(m.peak_pss_mib for m in runs), max(m.peak_rss_mib for m in runs)
-    processes = max(m.processes for m in runs)
+    anon, processes = max(m.peak_anon_mib for m in runs), max(m.processes for m in runs)
     spread = ", ".join(f"{m.seconds:.1f}" for m in runs)
-    return (f"  {label:<38}{seconds:6.1f} s  ({spread})  {pss:5.0f} MiB PSS  {rss:5.0f} MiB RSS  "
-            f"{processes:2d} processes")
+    return (f"  {label:<36}{seconds:5.1f} s ({spread})  PSS {pss:4.0f} MiB (anonymous {anon:3.0f})  "
+            f"RSS {rss:4.0f} MiB  {processes} processes")
 
 
 def parse_container(text: str) -> Container:
@@ -135,8 +136,9 @@ def main(argv=None) -> int:
         print(f"  ratio otter run / engine             {statistics.median(m.seconds for m in otter) / base:6.2f}x")
     for container, run in contained:
         verdict = "OOM-killed" if run.oom_killed else f"finished (exit {run.returncode})"
-        print(f"run_autograder in a container of {container}: {verdict} in {run.seconds:.1f} s; peak "
-              f"{run.peak_pss_mib:.0f} MiB PSS, cgroup peak {run.cgroup_peak_mib:.0f} MiB (page cache included)")
+        print(f"run_autograder in a container of {container}: {verdict} in {run.seconds:.1f} s; peak PSS "
+              f"{run.peak_pss_mib:.0f} MiB (anonymous {run.peak_anon_mib:.0f}), "
+              f"cgroup peak {run.cgroup_peak_mib:.0f} MiB")
     return 0
 
 

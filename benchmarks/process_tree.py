@@ -4,8 +4,10 @@
 
 Memory is sampled every 20 ms from /proc: the sum over the command and all its descendants of PSS
 (proportional set size: a page shared by n processes counts 1/n to each, so the sum counts it once,
-as a container's memory limit does) and, for comparison, of RSS (which counts shared pages in every
-process that maps them: torch's libraries in each forked worker). A spike shorter than 20 ms can be missed.
+as a container's memory limit does), of its anonymous part (heap and stacks: what cannot be dropped and
+read back from disk under a memory limit, the floor a container must hold), and, for comparison, of RSS
+(which counts shared pages in every process that maps them: torch's libraries in each forked worker).
+A spike shorter than 20 ms can be missed.
 
 container=Container(cpus, mib): the command runs in a fresh cgroup (v1, root only) with a CPU quota and a
 memory limit, as Gradescope runs an autograder (its default: 0.5 CPU, 768 MB); the cgroup's own peak
@@ -41,6 +43,7 @@ class Measurement:
     returncode: int
     output: str
     peak_pss_mib: float
+    peak_anon_mib: float                 # anonymous PSS at its own peak
     peak_rss_mib: float
     processes: int                       # processes in the tree at the PSS peak
     cgroup_peak_mib: float | None = None
@@ -68,18 +71,20 @@ def tree(pid: int) -> list[int]:
     return found
 
 
-def memory_kib(pid: int) -> tuple[int, int]:
-    """(PSS, RSS) of one process in KiB; (0, 0) if it is gone."""
-    pss = rss = 0
+ROLLUP_FIELDS = ("Pss:", "Pss_Anon:", "Rss:")
+
+
+def memory_kib(pid: int) -> tuple[int, int, int]:
+    """(PSS, anonymous PSS, RSS) of one process in KiB; zeros if it is gone."""
+    values = dict.fromkeys(ROLLUP_FIELDS, 0)
     try:
         for line in pathlib.Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                pss = int(line.split()[1])
-            elif line.startswith("Rss:"):
-                rss = int(line.split()[1])
+            name, _, rest = line.partition(" ")
+            if name in values:
+                values[name] = int(rest.split()[0])
     except (OSError, ValueError):
         pass
-    return pss, rss
+    return tuple(values.values())
 
 
 class _Cgroup:
@@ -141,16 +146,16 @@ def measure(command: list[str], cwd, env: dict | None = None, container: Contain
         start = time.perf_counter()
         proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 preexec_fn=cgroup.join if cgroup else None)
-        peak_pss = peak_rss = processes = 0
+        peak_pss = peak_anon = peak_rss = processes = 0
         while proc.poll() is None:
             pids = tree(proc.pid)
-            pss, rss = (sum(values) for values in zip(*map(memory_kib, pids), strict=True))
+            pss, anon, rss = (sum(values) for values in zip(*map(memory_kib, pids), strict=True))
             if pss > peak_pss:
                 peak_pss, processes = pss, len(pids)
-            peak_rss = max(peak_rss, rss)
+            peak_anon, peak_rss = max(peak_anon, anon), max(peak_rss, rss)
             time.sleep(INTERVAL_S)
         seconds = time.perf_counter() - start
         log.seek(0)
         extra = {"cgroup_peak_mib": cgroup.peak_mib(), "oom_killed": cgroup.oom_killed()} if cgroup else {}
-        return Measurement(seconds, proc.returncode, log.read(), peak_pss / 1024, peak_rss / 1024, processes,
-                           **extra)
+        return Measurement(seconds, proc.returncode, log.read(), peak_pss / 1024, peak_anon / 1024, peak_rss / 1024,
+                           processes, **extra)

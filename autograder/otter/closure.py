@@ -1,4 +1,4 @@
-"""Which of our own modules a set of shipped files imports but does not ship.
+"""What a set of shipped files imports: our own modules left out, and third-party packages.
 
     missing_imports(root, files, packages) -> ["autograder/engine/batch.py imports autograder.x (not shipped)", ...]
     third_party_imports(root, files, packages) -> {"torch": ["grading_tests/oracle.py", ...], ...}

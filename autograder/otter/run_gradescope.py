@@ -9,8 +9,8 @@ The run_autograder script of autograder.zip (autograder.otter.image) starts this
 
 No Jupyter kernel, no notebook and no otter import: the batch command grades the student/ package
 (engine_bridge), gradescope_view applies the instructor's otter_config, and stdout (shown to instructors,
-and to students only under show_stdout) gets a short report. When the engine itself fails, the student
-gets a result saying so and the exit status is 1, as otter does.
+and to students only under show_stdout) gets a short report, with any breach of Gradescope's specification.
+When the engine itself fails, the student gets a result saying so and the exit status is 1, as otter does.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import pathlib
 import sys
 import time
 
-from autograder.otter import config, engine_bridge, gradescope_view
+from autograder.otter import config, engine_bridge, gradescope_schema, gradescope_view
 
 DEFAULT_ROOT = pathlib.Path("/autograder")
 CONFIG_NAME = "otter_config.json"
@@ -79,6 +79,9 @@ def main(argv=None) -> int:
         return 1
     write_results(root, results)
     print(report(results))
+    found = gradescope_schema.problems(results)
+    if found:   # written all the same: Gradescope reads what it can, and the instructor sees what it cannot
+        print(gradescope_schema.summary(found))
     return 0
 
 
