@@ -244,3 +244,22 @@ def test_pack_folder_keeps_links_as_links_and_leaves_out_otters_files(tmp_path):
     assert "student/masking.py" in infos and "tests/q1.py" not in infos and "__init__.py" not in infos
     link = infos["student/secret.py"]
     assert (link.external_attr >> 16) & 0o170000 == 0o120000
+
+
+def test_a_result_written_before_a_non_zero_exit_is_the_students_not_an_engine_failure(tmp_path):
+    """The batch command may exit non-zero when every row is an error; its result still says why."""
+    fake = tmp_path / "source" / "autograder"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "grade_cli.py").write_text("")
+    row = {"status": "error", "message": "no student/ package found", "score": 0.0}
+    (fake / "__main__.py").write_text(f"""import json, pathlib, sys
+out = pathlib.Path(sys.argv[sys.argv.index("--out") + 1]) / "results"
+out.mkdir(parents=True)
+(out / "s.json").write_text(json.dumps({{"score": 0.0, "output": "", "tests": [],
+                                          "extra_data": {{"gradebook_row": {row!r}}}}}))
+sys.exit(1)
+""")
+    write_submission(tmp_path / "submission")
+    results = engine_bridge.grade_submission(tmp_path / "submission", fake.parent)
+    assert results["output"].startswith("Your submission could not be graded (error): no student/ package found")
