@@ -1,14 +1,17 @@
-"""python -m autograder build [--out dist]
+"""python -m autograder build [--out dist] [--otter-config FILE]
 
 Writes, from the master notebook, student/ and the hidden suite:
     dist/attention.ipynb            the student notebook (otter assign)
     dist/attention-handout.zip      what students download: student/ stubs + public checks, notebook, requirements
-    dist/autograder.zip             upload to Gradescope (otter generate + our grading plugin, engine, hidden suite)
+    dist/autograder.zip             upload to Gradescope: setup.sh, run_autograder, engine, hidden suite, otter_config
 The handout is checked for hidden material (autograder.otter.leaks); a leak fails the build.
+--otter-config FILE: otter_config.json keys laid over the defaults of autograder.zip, e.g.
+{"show_hidden": false, "show_stdout": true} (see autograder/otter/config.py; others are refused).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import pathlib
 import sys
 import time
@@ -49,7 +52,7 @@ def existing(out: pathlib.Path) -> BuildResult:
     return BuildResult(out, *paths)
 
 
-def build(out: pathlib.Path = DEFAULT_OUT) -> BuildResult:
+def build(out: pathlib.Path = DEFAULT_OUT, otter_config: dict | None = None) -> BuildResult:
     """Build everything into out; raises packaging.BuildError on any problem (leaks included)."""
     out = pathlib.Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -68,7 +71,7 @@ def build(out: pathlib.Path = DEFAULT_OUT) -> BuildResult:
     seconds["handout"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    autograder = packaging.build_autograder_zip(out / AUTOGRADER_NAME)
+    autograder = packaging.build_autograder_zip(out / AUTOGRADER_NAME, otter_config)
     seconds["autograder.zip"] = time.perf_counter() - start
     return BuildResult(out, notebook, handout, autograder, seconds)
 
@@ -77,12 +80,19 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder build", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT, help="output folder (default: dist/)")
+    parser.add_argument("--otter-config", type=pathlib.Path, metavar="FILE",
+                        help="otter_config.json keys over autograder.zip's defaults (show_hidden, show_stdout, ...)")
     args = parser.parse_args(argv)
     if args.out.exists() and not args.out.is_dir():
         print(f"build failed: --out {args.out} is a file, not a folder", file=sys.stderr)
         return 2
     try:
-        result = build(args.out)
+        overrides = json.loads(args.otter_config.read_text()) if args.otter_config else None
+    except (OSError, json.JSONDecodeError) as error:
+        print(f"build failed: --otter-config {args.otter_config}: {error}", file=sys.stderr)
+        return 2
+    try:
+        result = build(args.out, overrides)
     except (packaging.BuildError, OSError) as error:
         print(f"build failed: {error}", file=sys.stderr)
         return 1

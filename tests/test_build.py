@@ -9,10 +9,9 @@ import zipfile
 
 import nbformat
 import pytest
-import yaml
 
 from autograder import build_cli
-from autograder.otter import closure, leaks, packaging
+from autograder.otter import closure, config, leaks, packaging
 from autograder.paths import REPO
 from autograder.samples import reference_source
 from autograder.stubs import GRADED_MODULES, generated_stubs
@@ -113,23 +112,22 @@ def test_build_refuses_to_write_a_leaking_handout(tmp_path, monkeypatch):
 
 def test_autograder_zip_installs_the_pinned_cpu_torch(dist):
     autograder = dist / build_cli.AUTOGRADER_NAME
-    environment = yaml.safe_load(read(autograder, "environment.yml"))
-    assert f"python={packaging.PYTHON_VERSION}" in environment["dependencies"]
-    pip = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict))
-    assert packaging.CPU_INDEX in pip
-    torch_lines = [line for line in pip if re.match(r"torch\b", line)]
-    assert torch_lines == [f"torch=={TORCH_PIN}+cpu"], torch_lines
-    assert not re.search(r"cuda|cu1\d\d", json.dumps(environment), re.I)
-    assert "torch" not in read(autograder, "setup.sh")
-    assert not [line for line in pip if line.lower().startswith("jupyterlab")], "JupyterLab is for students only"
+    requirements = read(autograder, "requirements.txt").splitlines()
+    assert requirements[0] == packaging.CPU_INDEX
+    assert [line for line in requirements if re.match(r"torch\b", line)] == [f"torch=={TORCH_PIN}+cpu"]
+    assert not re.search(r"cuda|cu1\d\d", "\n".join(requirements), re.I)
+    assert not re.search(r"pip install[^\n]*torch", read(autograder, "setup.sh")), "torch only from requirements.txt"
+    assert "environment.yml" not in names(autograder), "no conda environment: setup.sh makes a venv"
 
 
-def test_autograder_zip_carries_plugin_engine_and_hidden_suite(dist):
+def test_autograder_zip_carries_runner_plugin_engine_and_hidden_suite(dist):
     autograder = dist / build_cli.AUTOGRADER_NAME
     listed = names(autograder)
-    config = json.loads(read(autograder, "otter_config.json"))
-    assert config["plugins"] == [packaging.PLUGIN] and config["grade_from_log"] is False
-    for needed in ["run_autograder", "setup.sh", "autograder/grade_cli.py", "autograder/engine/sandbox.py",
+    otter_config = json.loads(read(autograder, "otter_config.json"))
+    assert otter_config["plugins"] == [config.LOADER_PLUGIN] and otter_config["grade_from_log"] is False
+    assert otter_config["show_hidden"] is True and otter_config["show_stdout"] is False
+    for needed in ["run_autograder", "setup.sh", "requirements.txt", "autograder/grade_cli.py",
+                   "autograder/engine/sandbox.py", "autograder/otter/run_gradescope.py",
                    "autograder/otter/plugin.py", "autograder/otter/engine_bridge.py", "grading_tests/conftest.py",
                    f"files/{packaging.NOTEBOOK_NAME}"]:
         assert needed in listed, needed

@@ -1,7 +1,9 @@
-"""`otter run -a dist/autograder.zip SUBMISSION.zip` (no Docker) gives the batch command's scores, and
-tampering that defeats plain otter (a planted .OTTER_LOG, forged results, modules shadowing otter's,
-a student package that patches otter on import, a notebook that runs code) changes nothing."""
+"""`otter run -a dist/autograder.zip SUBMISSION.zip` (the console command, no Docker, from any folder) gives
+the batch command's scores and Gradescope's results.json without starting a kernel, and tampering that
+defeats plain otter (a planted .OTTER_LOG, forged results, modules shadowing otter's, a student package that
+patches otter on import, a notebook that runs code) changes nothing."""
 import json
+import pathlib
 import pickle
 import subprocess
 import sys
@@ -10,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from autograder.otter import engine_bridge
+from autograder.otter import engine_bridge, harness
 from autograder.paths import REPO
 from autograder.samples import write_submission
 from autograder.zoo.bugs import BUGS
@@ -82,12 +84,19 @@ def submit(folder, zip_path):
     return zip_path
 
 
+OTTER = pathlib.Path(sys.executable).parent / "otter"   # the console command of this environment
+
+
 def otter_run(autograder, submission, out) -> dict:
+    """The console command, started from an empty folder far from the repository."""
     out.mkdir()
-    # From the repository root, as the README says: otter imports the plugin named in otter_config.json.
-    proc = subprocess.run([sys.executable, "-m", "otter", "run", "--no-logo", "-a", str(autograder), "-o", str(out),
-                           str(submission)], cwd=REPO, capture_output=True, text=True, timeout=600)
+    elsewhere = out.parent / f"{out.name}-cwd"
+    elsewhere.mkdir()
+    proc = subprocess.run([str(OTTER), "run", "--no-logo", "-a", str(autograder), "-o", str(out), str(submission)],
+                          cwd=elsewhere, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # otter started no Jupyter kernel (one prints "[IPKernelApp] WARNING | Kernel is running over TCP ...").
+    assert "IPKernelApp" not in proc.stdout + proc.stderr, "otter ran the notebook in a kernel"
     return json.loads((out / "results.json").read_text())
 
 
@@ -114,7 +123,8 @@ def graded(dist, tmp_path_factory):
     with ThreadPoolExecutor(2) as pool:
         runs = pool.map(lambda n: otter_run(autograder, zips / f"{n}.zip", root / f"otter-{n}"), names)
         by_otter = dict(zip(names, runs, strict=True))
-    return {name: (by_otter[name], by_batch[name]) for name in names}, markers
+    by_harness = harness.run(autograder, zips / "reference.zip", root / "harness").results
+    return {name: (by_otter[name], by_batch[name]) for name in names}, markers, by_harness
 
 
 def essentials(results: dict) -> tuple:
@@ -127,6 +137,19 @@ def essentials(results: dict) -> tuple:
 def test_otter_run_gives_the_batch_commands_scores(graded, name):
     by_otter, by_batch = graded[0][name]
     assert essentials(by_otter) == essentials(by_batch)
+
+
+def without_timings(results: dict) -> dict:
+    results = json.loads(json.dumps(results))
+    results.pop("execution_time")
+    results["extra_data"]["gradebook_row"].pop("seconds")
+    return results
+
+
+def test_otter_run_writes_what_gradescope_gets(graded):
+    by_otter, _ = graded[0]["reference"]
+    assert without_timings(by_otter) == without_timings(graded[2])
+    assert {t["visibility"] for t in by_otter["tests"]} == {"after_published"}
 
 
 def test_reference_scores_100_stubs_0_and_the_bug_loses_points_in_its_part(graded):
@@ -221,3 +244,22 @@ def test_pack_folder_keeps_links_as_links_and_leaves_out_otters_files(tmp_path):
     assert "student/masking.py" in infos and "tests/q1.py" not in infos and "__init__.py" not in infos
     link = infos["student/secret.py"]
     assert (link.external_attr >> 16) & 0o170000 == 0o120000
+
+
+def test_a_result_written_before_a_non_zero_exit_is_the_students_not_an_engine_failure(tmp_path):
+    """The batch command may exit non-zero when every row is an error; its result still says why."""
+    fake = tmp_path / "source" / "autograder"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "grade_cli.py").write_text("")
+    row = {"status": "error", "message": "no student/ package found", "score": 0.0}
+    (fake / "__main__.py").write_text(f"""import json, pathlib, sys
+out = pathlib.Path(sys.argv[sys.argv.index("--out") + 1]) / "results"
+out.mkdir(parents=True)
+(out / "s.json").write_text(json.dumps({{"score": 0.0, "output": "", "tests": [],
+                                          "extra_data": {{"gradebook_row": {row!r}}}}}))
+sys.exit(1)
+""")
+    write_submission(tmp_path / "submission")
+    results = engine_bridge.grade_submission(tmp_path / "submission", fake.parent)
+    assert results["output"].startswith("Your submission could not be graded (error): no student/ package found")

@@ -1,15 +1,18 @@
-"""Which of our own modules a set of shipped files imports but does not ship.
+"""What a set of shipped files imports: our own modules left out, and third-party packages.
 
     missing_imports(root, files, packages) -> ["autograder/engine/batch.py imports autograder.x (not shipped)", ...]
+    third_party_imports(root, files, packages) -> {"torch": ["grading_tests/oracle.py", ...], ...}
 
 autograder.zip carries a hand-picked part of the repository; an import of a module left out would
 only fail on Gradescope, mid-grading. This reads the imports of every shipped file (also the ones
-inside functions) and resolves those of our own packages against the shipped files.
+inside functions) and resolves those of our own packages against the shipped files; the others say
+which third-party packages the Gradescope image must install (autograder.otter.image).
 """
 from __future__ import annotations
 
 import ast
 import pathlib
+import sys
 
 
 def _candidates(module: str) -> tuple[str, str]:
@@ -45,3 +48,15 @@ def missing_imports(root: pathlib.Path, files: list[str], packages: tuple[str, .
                 problems.append(f"{name} imports {module} (not shipped)")
             # else `from pkg import name` named a function or class, not a module.
     return problems
+
+
+def third_party_imports(root: pathlib.Path, files: list[str], packages: tuple[str, ...]) -> dict[str, list[str]]:
+    """Top-level names of the modules outside the standard library and our packages that the .py files
+    import (anywhere, also inside functions) -> the files importing each."""
+    found: dict[str, list[str]] = {}
+    for name in sorted(f for f in files if f.endswith(".py")):
+        tree = ast.parse((root / name).read_text(), filename=name)
+        for top in sorted({module.split(".")[0] for module in _imported_modules(tree)}):
+            if top not in packages and top not in sys.stdlib_module_names:
+                found.setdefault(top, []).append(name)
+    return found

@@ -49,11 +49,11 @@ def pack_folder(folder: pathlib.Path, zip_path: pathlib.Path, skip: set[str] = f
     return zip_path
 
 
-def run_engine(paths, out: pathlib.Path, source_root, *, workers: int = 1,
-               timeout: float = GRADE_TIMEOUT_S, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_engine(paths, out: pathlib.Path, source_root, *, workers: int = 1, timeout: float = GRADE_TIMEOUT_S,
+               env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
     """Run the batch command `python -m autograder grade PATHS --out OUT` with the engine found in
     source_root (only that folder is importable: never the submission, never this checkout by accident).
-    env: extra environment variables. Raises GradingFailed when it fails or runs past timeout."""
+    env: extra environment variables. Raises GradingFailed when it runs past timeout, or (check) exits non-zero."""
     source_root = pathlib.Path(source_root).resolve()
     if not (source_root / "autograder" / "grade_cli.py").is_file():
         raise GradingFailed(f"{source_root} holds no grading engine (autograder/grade_cli.py)")
@@ -66,10 +66,14 @@ def run_engine(paths, out: pathlib.Path, source_root, *, workers: int = 1,
             proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as error:
         raise GradingFailed(f"the grading engine ran past {timeout:g} s") from error
-    if proc.returncode != 0:
-        log = (proc.stdout + proc.stderr)[-3000:]
-        raise GradingFailed(f"the grading engine failed (exit {proc.returncode}):\n{log}")
+    if check and proc.returncode != 0:
+        raise GradingFailed(failure_message(proc))
     return proc
+
+
+def failure_message(proc: subprocess.CompletedProcess) -> str:
+    log = (proc.stdout + proc.stderr)[-3000:]
+    return f"the grading engine failed (exit {proc.returncode}):\n{log}"
 
 
 def results_from_out(out: pathlib.Path) -> dict:
@@ -106,5 +110,9 @@ def grade_submission(submission, source_root, *, timeout: float = GRADE_TIMEOUT_
             pack_folder(submission, packed, skip)
         else:
             shutil.copyfile(submission, packed)
-        run_engine([packed], scratch / "out", source_root, timeout=timeout)
+        proc = run_engine([packed], scratch / "out", source_root, timeout=timeout, check=False)
+        # A submission the engine could not grade may end the batch command with a non-zero exit (every
+        # row an error), yet its result says why: only a run that left no result is the engine's failure.
+        if not list((scratch / "out" / "results").glob("*.json")):
+            raise GradingFailed(failure_message(proc))
         return results_from_out(scratch / "out")

@@ -2,7 +2,9 @@
 
     student_notebook(master, dest)          otter assign -> the student version of the master notebook
     build_handout(zip_path, notebook)       student/ (stubs, public checks) + notebook + requirements
-    build_autograder_zip(zip_path)          otter generate + our plugin, engine and hidden suite
+    build_autograder_zip(zip_path, otter_config_overrides)
+                                            engine, hidden suite, otter_config.json, setup.sh and
+                                            run_autograder for Gradescope's image (autograder.otter.image)
 
 The handout is assembled from an allow-list of what students need, and the stubs must be exactly
 those generated from the reference, so a solution accidentally saved into student/ never ships.
@@ -16,9 +18,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 
-from autograder.otter import closure
+from autograder.otter import closure, config, image
 from autograder.paths import REPO, STUDENT_DIR
 from autograder.stubs import GRADED_MODULES, generated_stubs
 from grading_tests.scoring import PART_POINTS
@@ -27,15 +30,16 @@ MASTER_NOTEBOOK = REPO / "assignment" / "notebook" / "attention.ipynb"
 NOTEBOOK_NAME = MASTER_NOTEBOOK.name
 REQUIREMENTS = REPO / "requirements.txt"
 # PyTorch's CPU wheels; without this index pip on Linux installs the multi-GB CUDA build.
-CPU_INDEX = "--extra-index-url=https://download.pytorch.org/whl/cpu"
-PYTHON_VERSION = "3.11"
-PLUGIN = "autograder.otter.plugin.EngineGradingPlugin"   # the name otter imports (see plugin.py)
+CPU_INDEX = image.CPU_INDEX
 
-# What of the repository goes into autograder.zip, next to otter's run_otter.py (on sys.path there).
+# What of the repository goes into autograder.zip, at its top (the working folder of run_gradescope).
 AUTOGRADER_SOURCES = ("autograder/__init__.py", "autograder/__main__.py", "autograder/paths.py",
                       "autograder/otter/__init__.py", "autograder/otter/plugin.py", "autograder/otter/engine_bridge.py",
                       "grading_tests")
 ENGINE_SOURCES = ("autograder/grade_cli.py", "autograder/engine")
+# What grades on Gradescope without otter (run_autograder -> run_gradescope) and its config and schema.
+GRADESCOPE_SOURCES = ("autograder/otter/run_gradescope.py", "autograder/otter/config.py",
+                      "autograder/otter/gradescope_view.py", "autograder/otter/gradescope_schema.py")
 OUR_PACKAGES = ("autograder", "grading_tests", "student")
 BYTECODE = ("__pycache__", "*.pyc")
 # The student package in the handout: everything in student/ except bytecode.
@@ -69,8 +73,8 @@ def _package_name(line: str) -> str:
     return re.split(r"[=<>\[ ]", line, maxsplit=1)[0].lower()
 
 
-# Developer tools: students neither run nor need them.
-NOT_FOR_STUDENTS = {"ruff"}
+# Developer tools (ruff) and the instructors' loader of the Otter plugin: students neither run nor need them.
+NOT_FOR_STUDENTS = {"ruff", "./otter-loader"}
 
 
 def student_requirements() -> str:
@@ -78,24 +82,6 @@ def student_requirements() -> str:
     lines = [line for line in _pinned_requirements()
              if line != CPU_INDEX and _package_name(line) not in NOT_FOR_STUDENTS]
     return "\n".join([CPU_INDEX, *lines]) + "\n"
-
-
-# Not needed to grade: otter itself is added by otter generate; JupyterLab is for students, ruff for developers.
-NOT_FOR_GRADING = {"otter-grader", "jupyterlab", "ruff"}
-
-
-def autograder_requirements() -> str:
-    """Pins for Gradescope's image: CPU torch exactly, nothing grading does not need."""
-    out = [CPU_INDEX]
-    for line in _pinned_requirements():
-        name = _package_name(line)
-        if line == CPU_INDEX or name in NOT_FOR_GRADING:
-            continue
-        if name == "torch":
-            version = line.split("==", 1)[1]
-            line = f"torch=={version.split('+')[0]}+cpu"
-        out.append(line)
-    return "\n".join(out) + "\n"
 
 
 def student_notebook(master: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
@@ -149,27 +135,15 @@ def build_handout(zip_path: pathlib.Path, notebook: pathlib.Path) -> pathlib.Pat
     return zip_path
 
 
-def otter_config() -> dict:
-    return {
-        "lang": "python",
-        "plugins": [PLUGIN],
-        # Grading never reads the student's log or notebook outputs (the plugin enforces this too).
-        "grade_from_log": False,
-        "zips": False,
-        # Otter's summary lists otter's own (empty) tests; the plugin's report prints the engine's parts.
-        "print_summary": False,
-        "points_possible": sum(PART_POINTS.values()),
-    }
-
-
 def shipped_files() -> list[str]:
     """Every repository file autograder.zip carries (posix paths); raises BuildError when one is
     missing or when a shipped module imports one of ours that is not shipped."""
-    missing = [source for source in AUTOGRADER_SOURCES + ENGINE_SOURCES if not (REPO / source).exists()]
+    sources = AUTOGRADER_SOURCES + GRADESCOPE_SOURCES + ENGINE_SOURCES
+    missing = [source for source in sources if not (REPO / source).exists()]
     if missing:
         raise BuildError(f"cannot build autograder.zip: missing {', '.join(missing)}")
     files = []
-    for source in AUTOGRADER_SOURCES + ENGINE_SOURCES:
+    for source in sources:
         path = REPO / source
         if path.is_dir():
             files += [p.relative_to(REPO).as_posix() for p in tree_files(path, BYTECODE)]
@@ -181,27 +155,35 @@ def shipped_files() -> list[str]:
     return files
 
 
-def build_autograder_zip(zip_path: pathlib.Path) -> pathlib.Path:
-    """Gradescope's autograder.zip: otter's set-up files, our otter_config with the plugin, the
-    pinned CPU requirements, and (at the top, importable) our engine, plugin and hidden suite."""
-    from otter.generate import main as otter_generate
+def _write_executable(zf: zipfile.ZipFile, name: str, text: str) -> None:
+    info = zipfile.ZipInfo(name, date_time=time.localtime()[:6])
+    info.external_attr = 0o100755 << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    zf.writestr(info, text)
 
+
+def build_autograder_zip(zip_path: pathlib.Path, otter_config_overrides: dict | None = None) -> pathlib.Path:
+    """Gradescope's autograder.zip: setup.sh and run_autograder (autograder.otter.image), the image's
+    requirements, otter_config.json (the defaults with the instructor's overrides), and at the top,
+    importable, our engine, Gradescope runner, otter plugin and hidden suite."""
     files = shipped_files()
+    try:
+        otter_config = config.merged(otter_config_overrides or {}, sum(PART_POINTS.values()))
+        modules = image.needed_modules(closure.third_party_imports(REPO, files, OUR_PACKAGES))
+        requirements = image.requirements(modules, _pinned_requirements())
+    except (config.ConfigError, image.ImageError) as error:
+        raise BuildError(str(error)) from None
     zip_path = zip_path.resolve()
     zip_path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="otter-generate-") as scratch:
-        scratch = pathlib.Path(scratch)
-        (scratch / "tests").mkdir()
-        (scratch / "otter_config.json").write_text(json.dumps(otter_config(), indent=2))
-        (scratch / "requirements.txt").write_text(autograder_requirements())
-        otter_generate(tests_dir=str(scratch / "tests"), output_path=str(zip_path),
-                       config=str(scratch / "otter_config.json"), requirements=str(scratch / "requirements.txt"),
-                       no_environment=True, python_version=PYTHON_VERSION)
-    with zipfile.ZipFile(zip_path, "a", zipfile.ZIP_DEFLATED) as zf:
-        # Otter copies source/tests into the submission folder and fails when it is absent.
+    with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as zf:
+        _write_executable(zf, "setup.sh", image.setup_sh(modules))
+        _write_executable(zf, "run_autograder", image.run_autograder())
+        zf.writestr("requirements.txt", requirements)
+        zf.writestr("otter_config.json", json.dumps(otter_config, indent=2) + "\n")
+        # For `otter run` only: otter copies source/tests into the submission folder and fails when it
+        # is absent, and it needs exactly one notebook in the submission to start, whatever the student
+        # zipped (it copies source/files/* over the submission). Neither is graded.
         zf.writestr("tests/README.md", "Otter's own tests are not used: autograder.otter.plugin grades.\n")
-        # Otter copies source/files/* over the submission: it needs exactly one notebook to start,
-        # whatever the student zipped (only student/, a nested folder, a broken notebook).
         zf.writestr(f"files/{NOTEBOOK_NAME}", placeholder_notebook())
         for name in files:
             zf.write(REPO / name, name)

@@ -1,24 +1,26 @@
-"""The Otter plugin that makes `otter run` and Gradescope grade with our engine and our hidden suite.
+"""The Otter plugin that makes `otter run -a autograder.zip SUBMISSION` grade exactly as Gradescope does.
 
-Otter on its own would execute the student's notebook in a Jupyter kernel started in the submission
-folder, run its tests in that kernel, and read the scores back from a pickle the kernel writes; before
-that it unpickles the submission's `.OTTER_LOG` with dill. All three are under the student's control
-(a planted `.OTTER_LOG`, an `otter/` or `pickle.py` module shadowing the real ones in the kernel,
-code that patches otter's checker), so none of them may decide a grade. This plugin:
+Gradescope runs autograder.zip's run_autograder, which never starts otter (autograder.otter.run_gradescope).
+`otter run`, the instructors' local check, does start otter, which would execute the student's notebook in
+a Jupyter kernel, run its tests there and read the scores back from a pickle the kernel writes; before that
+it unpickles the submission's `.OTTER_LOG` with dill. All of that is under the student's control (a planted
+`.OTTER_LOG`, an `otter/` or `pickle.py` module shadowing the real ones, code patching otter's checker), and
+the kernel alone costs seconds. This plugin, running in otter's trusted process:
 
-before_grading  (runs in otter's trusted process, before the log is read or any kernel starts)
-    1. grades a private copy of the submission through engine_bridge (the batch command: sandboxed
-       engine + hidden suite shipped in autograder.zip); the student's code never runs in this process;
-    2. empties the submission folder (even when grading failed), so no student file is left for otter
-       to unpickle or for the kernel to import, and turns off grading from the log.
+before_grading
+    1. grades the submission with run_gradescope.grade: the batch command (sandboxed engine + hidden suite
+       of this autograder.zip) and the otter_config shipped with it, so the results.json is Gradescope's;
+       the student's code never runs in this process;
+    2. empties the submission folder (even when grading failed), so no student file is left for otter to
+       unpickle or for a kernel to import, and turns off grading from the log;
+    3. replaces otter's notebook execution, for this one grading, with the engine's results: no kernel.
 before_execution
-    replaces whatever otter would execute with an empty notebook.
+    should a kernel start all the same (another otter version), it gets an empty notebook.
 after_grading
     discards otter's own results and reports the engine's results.json instead.
 
-Name in otter_config.json: "autograder.otter.plugin.EngineGradingPlugin". Otter imports it by that
-name: on Gradescope run_otter.py sits next to the `autograder` package; locally run
-`python -m otter run ...` from the repository root (the console script `otter` does not see it).
+otter imports this through the installed loader named in otter_config.json (otter-loader/: it puts this
+autograder.zip's unpacked source folder first on the path), so `otter run` works from any folder.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from otter.plugins import AbstractOtterPlugin
 from otter.run.run_autograder.utils import OtterRuntimeError, print_output
 from otter.test_files import GradingResults
 
-from autograder.otter import engine_bridge
+from autograder.otter import config, engine_bridge, run_gradescope
 
 # What otter itself puts into the submission folder before this plugin runs (not the student's).
 OTTER_ADDED = frozenset({"tests", "__init__.py"})
@@ -55,7 +57,7 @@ def blank_notebook() -> nbformat.NotebookNode:
 
 
 class EngineResults(GradingResults):
-    """Otter's results object, carrying the engine's results.json as the only source of scores."""
+    """Otter's results object, carrying the Gradescope results.json as the only source of scores."""
 
     engine_results: dict
 
@@ -75,21 +77,41 @@ class EngineResults(GradingResults):
         return copy.deepcopy(self.engine_results)
 
 
+def _skip_notebook_execution(take_results) -> bool:
+    """Make otter's runner take the engine's results (take_results fills otter's results object) instead
+    of executing a notebook, once. Returns False (otter then runs its kernel on the blank notebook) where
+    this otter has no such step."""
+    from otter.run.run_autograder.runners import python_runner
+
+    original = getattr(python_runner, "grade_notebook", None)
+    if original is None:
+        return False
+
+    def engine_results_instead(*args, **kwargs):
+        python_runner.grade_notebook = original
+        results = GradingResults([])
+        take_results(results)
+        return results
+
+    python_runner.grade_notebook = engine_results_instead
+    return True
+
+
 class EngineGradingPlugin(AbstractOtterPlugin):
 
-    def before_grading(self, config):
-        autograder_dir = pathlib.Path(config.autograder_dir).resolve()
-        submission_dir, source_root = autograder_dir / "submission", autograder_dir / "source"
+    def before_grading(self, ag_config):
+        root = pathlib.Path(ag_config.autograder_dir).resolve()
         # Never trust the student's log: do not grade from it (it is also deleted below).
-        config.grade_from_log = False
+        ag_config.grade_from_log = False
         try:
-            self.engine_results = engine_bridge.grade_submission(submission_dir, source_root, skip=OTTER_ADDED)
-        except engine_bridge.GradingFailed as error:
+            self.engine_results = run_gradescope.grade(root, skip=OTTER_ADDED)
+        except (engine_bridge.GradingFailed, config.ConfigError) as error:
             print_output(f"\nThe grading engine failed:\n{error}\n")
             raise OtterRuntimeError("the grading engine failed; the instructor can see why in the "
                                     "autograder output") from None
         finally:
-            self._neutralize(submission_dir)
+            self._neutralize(root / "submission")
+        _skip_notebook_execution(self.after_grading)
 
     def _neutralize(self, submission_dir: pathlib.Path) -> None:
         """Leave only an empty notebook where the submission was, plus otter's own tests/ and __init__.py."""
@@ -101,12 +123,11 @@ class EngineGradingPlugin(AbstractOtterPlugin):
         return blank_notebook()
 
     def after_grading(self, results):
-        # Whatever otter computed (from its kernel and its pickle) is thrown away.
+        # Whatever otter computed (if it ran a kernel at all) is thrown away.
         results.clear_results()
         results.__class__ = EngineResults
         results.engine_results = self.engine_results
         results._catastrophic_error = None
 
     def generate_report(self):
-        results = self.engine_results
-        return f"Graded by the engine: {results['score']:g} points.\n{results.get('output', '')}"
+        return run_gradescope.report(self.engine_results)

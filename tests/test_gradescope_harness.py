@@ -1,0 +1,160 @@
+"""Gradescope's harness emulated (autograder.otter.harness: /autograder/source from dist's autograder.zip, the
+upload unzipped into /autograder/submission, submission_metadata.json, run_autograder as Gradescope runs it,
+in a temporary folder): the reference gets 100, the stubs 0, a broken upload 0 with the reason shown at once;
+results.json meets Gradescope's specification; the instructor's otter_config decides what students see.
+
+Checks of fields that grading_tests/scoring.py writes today in breach of the specification are expected to
+fail (xfail, strict): they turn into failures, to be unmarked, once scoring.py is fixed."""
+import json
+import subprocess
+import sys
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from autograder.otter import gradescope_schema, gradescope_view, harness, packaging, run_gradescope
+from autograder.samples import write_submission
+from grading_tests.scoring import PART_POINTS
+
+pytestmark = pytest.mark.slow
+TOTAL = sum(PART_POINTS.values())
+# Fields whose breach of the specification comes from grading_tests/scoring.py, with the reason.
+SCORING_FIELDS = {
+    "tests[].status": "scoring.py writes status 'skipped' for the CUDA tests (Gradescope allows passed or failed)",
+    "tests[].max_score (sum)": "scoring.py's per-test maxima add up to 100.002, not 100",
+    "score (sum)": "scoring.py's per-test scores of the reference add up to 100.002, its score to 100",
+}
+
+
+def submit(folder, zip_path):
+    proc = subprocess.run([sys.executable, "-m", "student.submit", "--no-checks", "--out", str(zip_path)],
+                          cwd=folder, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return zip_path
+
+
+def uploads(root) -> dict:
+    """name -> the file a student uploads."""
+    syntax_error = write_submission(root / "syntax-error")
+    masking = syntax_error / "student" / "masking.py"
+    masking.write_text(masking.read_text() + "\ndef unfinished(:\n")
+    no_package = root / "no-package.zip"
+    with zipfile.ZipFile(no_package, "w") as zf:
+        zf.writestr("attention.ipynb", "{}")
+        zf.writestr("masking.py", "x = 1\n")
+    return {"reference": submit(write_submission(root / "reference"), root / "reference.zip"),
+            "stubs": submit(write_submission(root / "stubs", solution=False), root / "stubs.zip"),
+            "syntax-error": submit(syntax_error, root / "syntax-error.zip"),
+            "no-package": no_package}
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict:
+    return uploads(tmp_path_factory.mktemp("uploads"))
+
+
+@pytest.fixture(scope="module")
+def runs(dist, files, tmp_path_factory) -> dict[str, harness.Run]:
+    root = tmp_path_factory.mktemp("harness")
+    with ThreadPoolExecutor(2) as pool:
+        done = pool.map(lambda name: harness.run(dist / "autograder.zip", files[name], root / name), files)
+        return dict(zip(files, done, strict=True))
+
+
+CASES = ["reference", "stubs", "syntax-error", "no-package"]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_run_autograder_writes_results_where_gradescope_reads_them(runs, name):
+    run = runs[name]
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert run.results is not None
+    assert (run.root / "results" / "stdout").read_text() == run.stdout
+    assert 0 < run.results["execution_time"] <= run.seconds
+
+
+def test_the_reference_scores_100_and_the_stubs_0(runs):
+    assert runs["reference"].results["score"] == TOTAL
+    assert runs["stubs"].results["score"] == 0.0
+    for name in ("reference", "stubs"):
+        assert runs[name].results["output"] == gradescope_view.GRADED_NOTE
+
+
+def test_gradescope_gets_the_engines_scores_test_by_test(runs, graded_zoo):
+    for name in ("reference", "stubs"):
+        by_engine = graded_zoo.results[name]
+        outcomes = [(t["name"], t["score"], t["max_score"], t["status"]) for t in runs[name].results["tests"]]
+        assert outcomes == [(t["name"], t["score"], t["max_score"], t["status"]) for t in by_engine["tests"]]
+
+
+def test_a_syntax_error_scores_0_and_the_student_sees_where_at_once(runs):
+    results = runs["syntax-error"].results
+    assert results["score"] == 0.0
+    first_line = results["output"].splitlines()[0]
+    assert first_line.startswith("Your submission could not be graded (error): SyntaxError")
+    assert "masking.py" in first_line and "line" in first_line
+
+
+def test_an_upload_without_the_package_scores_0_and_says_what_is_missing(runs):
+    results = runs["no-package"].results
+    assert results["score"] == 0.0 and "student/" in results["output"].splitlines()[0]
+
+
+def test_hidden_results_are_shown_after_publication_and_stdout_to_instructors_only(runs):
+    for name in CASES:
+        results = runs[name].results
+        assert {t["visibility"] for t in results["tests"]} <= {"after_published"}
+        assert results["visibility"] == "after_published" and results["stdout_visibility"] == "hidden"
+    assert "Part 2" not in runs["reference"].results["output"], "the score shows before publication"
+    assert "part2: 30" in runs["reference"].stdout, "the instructors' output lists the parts"
+
+
+def test_results_meet_gradescopes_specification_apart_from_scorings_fields(runs):
+    for name in CASES:
+        found = [p for p in gradescope_schema.problems(runs[name].results) if p.field not in SCORING_FIELDS]
+        found += [p for p in gradescope_schema.total_problems(runs[name].results, TOTAL)
+                  if p.field not in SCORING_FIELDS]
+        assert found == [], (name, gradescope_schema.summary(found))
+
+
+@pytest.mark.parametrize("field", [pytest.param(field, marks=pytest.mark.xfail(strict=True, reason=reason))
+                                   for field, reason in SCORING_FIELDS.items()])
+def test_results_meet_gradescopes_specification_in_scorings_fields(runs, field):
+    for name in CASES:
+        results = runs[name].results
+        found = gradescope_schema.problems(results) + gradescope_schema.total_problems(results, TOTAL)
+        assert [p for p in found if p.field == field] == [], (name, gradescope_schema.summary(found))
+
+
+def test_the_instructors_otter_config_decides_what_students_see(files, tmp_path):
+    autograder = packaging.build_autograder_zip(tmp_path / "autograder.zip",
+                                                {"show_hidden": False, "show_stdout": True})
+    run = harness.run(autograder, files["stubs"], tmp_path / "run")
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert {t["visibility"] for t in run.results["tests"]} == {"hidden"}
+    assert run.results["stdout_visibility"] == "after_published"
+    assert run.results["output"] == gradescope_view.NEVER_SHOWN_NOTE
+
+
+def test_an_engine_failure_tells_the_student_it_is_not_their_fault(files, dist, tmp_path):
+    broken = tmp_path / "autograder.zip"
+    with zipfile.ZipFile(dist / "autograder.zip") as source, zipfile.ZipFile(broken, "w") as target:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename == "autograder/__main__.py":
+                data = b"import sys\nprint('engine exploded')\nsys.exit(3)\n"
+            target.writestr(item, data)
+    run = harness.run(broken, files["stubs"], tmp_path / "run")
+    assert run.returncode == 1
+    assert run.results["output"] == run_gradescope.ENGINE_FAILED and run.results["score"] == 0.0
+    assert "engine exploded" in run.stdout and "exit 3" in run.stdout
+    assert gradescope_schema.problems(run.results) == []
+
+
+def test_the_harness_lays_out_gradescopes_folders(runs):
+    root = runs["reference"].root
+    assert (root / "source" / "otter_config.json").is_file() and (root / "run_autograder").stat().st_mode & 0o111
+    assert (root / "submission" / "student" / "masking.py").is_file()
+    metadata = json.loads((root / "submission_metadata.json").read_text())
+    assert metadata["users"][0]["email"] and metadata["assignment"]["title"]

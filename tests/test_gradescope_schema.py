@@ -1,0 +1,191 @@
+"""The results.json checker of Gradescope's specification, the otter_config keys and their meanings (checked
+against otter's own code), and what a student sees (gradescope_view): fast, no grading."""
+import copy
+import json
+
+import pytest
+from otter.run.run_autograder.autograder_config import AutograderConfig
+from otter.test_files import GradingResults, abstract_test
+from otter.test_files.ok_test import OKTestFile
+
+from autograder.otter import config, gradescope_schema, gradescope_view
+
+GOOD = {
+    "score": 3.0, "execution_time": 4.2, "output": "Graded.", "visibility": "after_published",
+    "stdout_visibility": "hidden", "extra_data": {"gradebook_row": {"status": "graded", "max_score": 4.0}},
+    "tests": [
+        {"name": "Part 1: a", "score": 1.0, "max_score": 1.0, "status": "passed", "output": "ok",
+         "visibility": "after_published", "tags": ["part1"], "number": "1.1", "output_format": "text"},
+        {"name": "Part 2: b", "score": 2.0, "max_score": 3.0, "status": "failed", "output": "wrong"},
+    ],
+    "leaderboard": [{"name": "Time", "value": 15.1, "order": "asc"}, {"name": "Stars", "value": "***"}],
+}
+
+# One breach each, and the field the checker must blame.
+BREACHES = {
+    "a skipped test": (lambda d: d["tests"][0].update(status="skipped"), "tests[].status"),
+    "a misspelt visibility key": (lambda d: d["tests"][0].update(visiblity="visible"), "tests[].visiblity"),
+    "an unknown visibility": (lambda d: d.update(visibility="after_grading"), "visibility"),
+    "an unknown stdout visibility": (lambda d: d.update(stdout_visibility="students"), "stdout_visibility"),
+    "a boolean score": (lambda d: d.update(score=True), "score"),
+    "an infinite max score": (lambda d: d["tests"][1].update(max_score=float("inf")), "tests[].max_score"),
+    "time as text": (lambda d: d.update(execution_time="4.2"), "execution_time"),
+    "negative time": (lambda d: d.update(execution_time=-1), "execution_time"),
+    "no score anywhere": (lambda d: [d.pop("score"), d["tests"][1].pop("score")], "score"),
+    "a list as output": (lambda d: d.update(output=["a"]), "output"),
+    "a tag that is not text": (lambda d: d["tests"][0].update(tags=[1]), "tests[].tags"),
+    "an unknown output format": (lambda d: d["tests"][0].update(output_format="rtf"), "tests[].output_format"),
+    "an unknown leaderboard order": (lambda d: d["leaderboard"][0].update(order="up"), "leaderboard[].order"),
+    "a top-level typo": (lambda d: d.update(scores=3.0), "scores"),
+}
+
+
+def test_a_document_as_gradescope_documents_it_has_no_problems():
+    assert gradescope_schema.problems(GOOD) == []
+    assert gradescope_schema.total_problems(GOOD, total=4.0) == []
+    gradescope_schema.validate(GOOD, total=4.0)
+    # The specification's minimum: a score on every test instead of at the top.
+    gradescope_schema.validate({"tests": [{"score": 1}]})
+
+
+@pytest.mark.parametrize("breach", sorted(BREACHES))
+def test_each_breach_of_the_specification_is_named_by_its_field(breach):
+    edit, field = BREACHES[breach]
+    document = copy.deepcopy(GOOD)
+    edit(document)
+    found = gradescope_schema.problems(document)
+    assert [p.field for p in found] == [field], found
+    with pytest.raises(gradescope_schema.SchemaError, match=field.replace("[", r"\[").replace("]", r"\]")):
+        gradescope_schema.validate(document)
+
+
+def test_points_must_add_up_exactly_and_the_run_must_say_how_long_it_took():
+    document = copy.deepcopy(GOOD)
+    document["tests"][1]["max_score"] = 3.002
+    document.pop("execution_time")
+    fields = sorted(p.field for p in gradescope_schema.total_problems(document, total=4.0))
+    assert fields == ["execution_time", "tests[].max_score (sum)"]
+    document["score"] = 2.5
+    assert "score (sum)" in [p.field for p in gradescope_schema.total_problems(document, total=4.0)]
+    document["tests"][0]["score"] = 1.5
+    assert "tests[].score (range)" in [p.field for p in gradescope_schema.total_problems(document, total=4.0)]
+    # Float sums that are 4 to the sixth decimal are 4.
+    document = copy.deepcopy(GOOD)
+    document["tests"][1]["max_score"] = 3.0000000000001
+    assert gradescope_schema.total_problems(document, total=4.0) == []
+
+
+def test_the_summary_counts_what_it_does_not_list():
+    document = copy.deepcopy(GOOD)
+    document["tests"] = [dict(GOOD["tests"][0], status="skipped") for _ in range(5)]
+    text = gradescope_schema.summary(gradescope_schema.problems(document), per_field=2)
+    assert text.count("'skipped' is not one of passed, failed") == 2 and "... and 3 more" in text
+
+
+# --------------------------------------------------------------------------- otter_config keys
+
+def test_the_honoured_keys_have_otters_defaults_and_types():
+    otters = AutograderConfig({})
+    for key, default in config.OTTER_DEFAULTS.items():
+        assert getattr(otters, key) == default, key
+
+
+def _otters_visibilities(show_hidden: bool, show_stdout: bool) -> tuple[str, str]:
+    """What otter itself writes for a hidden test's result and for stdout under these settings."""
+    case = abstract_test.TestCase("q1 - 1", "", hidden=True, points=1, success_message=None, failure_message=None)
+    test_file = OKTestFile("q1", "q1.py", [case])
+    test_file.test_case_results = [abstract_test.TestCaseResult(case, None, passed=True)]
+    output = GradingResults([test_file]).to_gradescope_dict(
+        AutograderConfig({"show_hidden": show_hidden, "show_stdout": show_stdout}))
+    hidden = next(t["visibility"] for t in output["tests"] if t["name"] == "q1")
+    return hidden, output.get("stdout_visibility", "hidden")
+
+
+@pytest.mark.parametrize("show_hidden", [True, False])
+@pytest.mark.parametrize("show_stdout", [True, False])
+def test_show_hidden_and_show_stdout_mean_what_they_mean_to_otter(show_hidden, show_stdout):
+    ours = config.settings({"show_hidden": show_hidden, "show_stdout": show_stdout})
+    assert (ours.hidden_test_visibility, ours.stdout_visibility) == _otters_visibilities(show_hidden, show_stdout)
+
+
+def test_the_build_default_shows_hidden_results_after_publication():
+    settings = config.settings(config.default_config(100))
+    assert settings.hidden_test_visibility == "after_published" and settings.stdout_visibility == "hidden"
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"pdf": True}, "pdf is not supported"),
+    ({"token": "abc"}, "token is not supported"),
+    ({"show_hidden": "yes"}, "show_hidden must be bool"),
+    ({"points_possible": True}, "points_possible must be a number"),
+    ({"points_possible": 0}, "points_possible must be positive"),
+    ({"grade_from_log": True}, "grade_from_log must be false"),
+    ({"plugins": ["otter.plugins.builtin.GoogleSheetsGradeOverride"]}, "plugins must be"),
+])
+def test_a_config_the_grader_cannot_honour_is_refused_with_the_reason(overrides, message):
+    with pytest.raises(config.ConfigError, match=message):
+        config.merged(overrides, 100)
+
+
+def test_an_instructors_choice_is_kept(tmp_path):
+    merged = config.merged({"show_hidden": False, "show_stdout": True, "points_possible": 50}, 100)
+    path = tmp_path / "otter_config.json"
+    path.write_text(json.dumps(merged))
+    assert config.load(path) == config.Settings(show_hidden=False, show_stdout=True, points_possible=50)
+    path.write_text("{not json")
+    with pytest.raises(config.ConfigError, match="cannot read"):
+        config.load(path)
+
+
+# --------------------------------------------------------------------------- what students see
+
+def engine_results(status="graded", message="") -> dict:
+    tests = [
+        {"name": "Part 1: test_a", "score": 1.0, "max_score": 1.0, "status": "passed", "visibility": "visible"},
+        {"name": "Part 2: test_b", "score": 0.0, "max_score": 3.0, "status": "failed", "visibility": "visible"},
+        {"name": "Note", "score": 0.0, "max_score": 0.0, "status": "passed", "tags": ["public"]},
+    ]
+    score = 1.0 if status == "graded" else 0.0
+    output = "Part 1 Scaling: 1 / 1\nPart 2 Masking: 0 / 3" if status == "graded" else \
+        f"Your submission could not be graded ({status}): {message}"
+    row = {"status": status, "message": message, "max_score": 4.0, "score": score}
+    return {"score": score, "output": output, "visibility": "visible", "tests": tests,
+            "extra_data": {"gradebook_row": row}}
+
+
+def test_hidden_results_wait_for_publication_and_the_output_gives_no_score_away():
+    shown = gradescope_view.present(engine_results(), config.settings(config.default_config(4)), 3.14159)
+    assert [t["visibility"] for t in shown["tests"]] == ["after_published", "after_published", "visible"]
+    assert shown["visibility"] == "after_published" and shown["stdout_visibility"] == "hidden"
+    assert shown["output"] == gradescope_view.GRADED_NOTE and "Part 1" not in shown["output"]
+    assert shown["execution_time"] == 3.14 and shown["score"] == 1.0
+    assert gradescope_schema.problems(shown) == []
+
+
+def test_never_shown_results_say_so_and_stdout_follows_show_stdout():
+    settings = config.settings({"show_hidden": False, "show_stdout": True})
+    shown = gradescope_view.present(engine_results(), settings, 1.0)
+    assert {t["visibility"] for t in shown["tests"][:2]} == {"hidden"} and shown["visibility"] == "hidden"
+    assert shown["stdout_visibility"] == "after_published"
+    assert shown["output"] == gradescope_view.NEVER_SHOWN_NOTE
+
+
+def test_a_submission_that_could_not_be_graded_is_told_why_at_once():
+    results = engine_results("error", "SyntaxError: invalid syntax (student/masking.py, line 3)")
+    shown = gradescope_view.present(results, config.settings(config.default_config(4)), 1.0)
+    assert shown["output"].startswith("Your submission could not be graded (error): SyntaxError")
+    assert "line 3" in shown["output"] and shown["score"] == 0.0
+
+
+def test_points_possible_scales_the_score_as_otter_does():
+    shown = gradescope_view.present(engine_results(), config.Settings(True, False, points_possible=20), 1.0)
+    assert shown["score"] == pytest.approx(1.0 / 4.0 * 20)
+    unscaled = gradescope_view.present(engine_results(), config.Settings(True, False, points_possible=4), 1.0)
+    assert unscaled["score"] == 1.0
+
+
+def test_presenting_leaves_the_engines_results_untouched():
+    results = engine_results()
+    before = copy.deepcopy(results)
+    gradescope_view.present(results, config.settings({}), 1.0)
+    assert results == before
