@@ -7,7 +7,7 @@ import torch
 
 from grading_tests import oracle
 from grading_tests.checks import expect_close, fail, run_module
-from grading_tests.gateway import CallOptions, ModuleSpec, StudentError
+from grading_tests.gateway import CallOptions, ModuleSpec
 from grading_tests.module_checks import (
     MODULE_CASES,
     case_inputs,

@@ -133,7 +133,8 @@ def scaled_dot_product_attention(
           float32 and cast back.
         - Autograd works (gradients reach q, k and v).
         - q, k, v and mask are never modified in place.
-        - Do not call torch.nn.functional.scaled_dot_product_attention here.
+        - Do not call torch.nn.functional.scaled_dot_product_attention here. Such a call earns
+          no points and costs none, but the grader flags it for your instructor to read.
     """
     # BEGIN SOLUTION
     scores = scaled_scores(q, k, scale)
