@@ -1,16 +1,23 @@
 """Points: every test belongs to one part; the parts sum to 100. Also the feedback's summary.
 
 A test carries `@pytest.mark.part(N)` and optionally `@pytest.mark.weight(W)` (default 1).
-A part's points are shared among its tests that ran, in proportion to their weights;
+A part's points are shared among its tests that ran, in proportion to their weights, each
+share rounded to POINT_DECIMALS places so that the shares add up to exactly the part's points;
 a skipped test (a CUDA test on a machine without a GPU, an inconclusive device check) is
 worth 0 and does not count, so the total is 100 on every machine and a correct submission
 always scores 100.
+
+The results follow Gradescope's results.json specification: every test listed is "passed" or
+"failed"; the tests that did not run are named in one informational entry worth no points; a
+submission that could not be graded gets one entry per part (its maximum kept), led by the error.
 
 The summary names the root of a cascade: a part whose functions other parts call (PART_USES)
 fails, and so do parts that call it, so the student fixes the root first.
 """
 from __future__ import annotations
 
+import math
+from collections import Counter
 from dataclasses import dataclass
 
 PART_POINTS = {1: 10, 2: 30, 3: 10, 4: 10, 5: 25, 6: 15}
@@ -29,6 +36,9 @@ PART_TITLES = {
 # the module's forward with another attention step).
 PART_USES = {1: (), 2: (1,), 3: (), 4: (), 5: (1, 2, 3, 4), 6: (2, 3, 4, 5)}
 MESSAGE_LIMIT = 1000  # characters of a failure message shown to the student
+POINT_DECIMALS = 4    # a test's points are shown (and added up) to this many decimal places
+NOT_RUN_TITLE = "Not run on this grader (worth 0 points; the part's other tests share its points)"
+NOT_RUN_SHOWN = 10    # distinct reasons listed in that entry
 
 
 @dataclass
@@ -58,6 +68,21 @@ class Report:
         return round(sum(self.part_max.values()), 4)
 
 
+def shares(points: float, weights: list[float]) -> list[float]:
+    """points split in proportion to weights, each share rounded to POINT_DECIMALS places so that the
+    shares add up to exactly points (largest remainder first: no rounding error to leak into the total)."""
+    unit = 10 ** POINT_DECIMALS
+    total_weight = sum(weights)
+    if not total_weight:
+        return [0.0] * len(weights)
+    exact = [round(points * unit) * weight / total_weight for weight in weights]
+    units = [math.floor(share) for share in exact]
+    by_remainder = sorted(range(len(exact)), key=lambda i: (units[i] - exact[i], i))
+    for index in by_remainder[:round(points * unit) - sum(units)]:
+        units[index] += 1
+    return [share / unit for share in units]
+
+
 def score_outcomes(outcomes: list[TestOutcome]) -> Report:
     """Fill in score and max_score of every outcome and add them up per part."""
     for outcome in outcomes:
@@ -66,12 +91,13 @@ def score_outcomes(outcomes: list[TestOutcome]) -> Report:
     part_scores, part_max = {}, {}
     for part, points in PART_POINTS.items():
         ran = [o for o in outcomes if o.part == part and o.status != "skipped"]
-        total_weight = sum(o.weight for o in ran)
-        for outcome in (o for o in outcomes if o.part == part):
-            outcome.max_score = points * outcome.weight / total_weight if outcome.status != "skipped" else 0.0
-            outcome.score = outcome.max_score if outcome.status == "passed" else 0.0
+        for outcome in (o for o in outcomes if o.part == part and o.status == "skipped"):
+            outcome.max_score = outcome.score = 0.0
+        for outcome, share in zip(ran, shares(points, [o.weight for o in ran]), strict=True):
+            outcome.max_score = share
+            outcome.score = share if outcome.status == "passed" else 0.0
         part_max[part] = float(points) if ran else 0.0
-        part_scores[part] = round(sum(o.score for o in ran), 4)
+        part_scores[part] = round(sum(o.score for o in ran), POINT_DECIMALS)
     return Report(outcomes, part_scores, part_max)
 
 
@@ -108,23 +134,49 @@ def clip_message(text: str) -> str:
     return text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT] + " [...]"
 
 
+def could_not_grade(status: str, message: str) -> str:
+    """The first line of the feedback of a submission that could not be graded."""
+    return f"Your submission could not be graded ({status}): {message or 'no details'}"
+
+
+def _part_lines(part_scores: dict[int, float]) -> list[str]:
+    return [f"Part {p} {PART_TITLES[p]}: {part_scores.get(p, 0.0):g} / {PART_POINTS[p]:g}" for p in PART_POINTS]
+
+
+def _not_run_entry(skipped: list[TestOutcome]) -> dict:
+    """One informational entry (no points, no status) naming the tests that did not run and why."""
+    def reason(outcome):
+        return outcome.message or "no reason given"
+
+    def line(text, count):
+        alike = [o for o in skipped if reason(o) == text]
+        if count == 1:
+            return f"- Part {alike[0].part}, {alike[0].name}: {text}"
+        parts = sorted({o.part for o in alike})
+        return f"- {count} tests (Part{'s' if len(parts) > 1 else ''} {', '.join(map(str, parts))}): {text}"
+
+    reasons = Counter(reason(o) for o in skipped)
+    lines = [line(text, count) for text, count in reasons.most_common(NOT_RUN_SHOWN)]
+    if len(reasons) > NOT_RUN_SHOWN:
+        lines.append(f"- and {sum(reasons.values()) - sum(c for _, c in reasons.most_common(NOT_RUN_SHOWN))} more")
+    return {"name": NOT_RUN_TITLE, "output": clip_message("\n".join(lines)), "visibility": "visible"}
+
+
 def gradescope_results(report: Report, extra_output: str = "") -> dict:
     """The report in Gradescope's results.json schema (also the student's feedback)."""
-    tests = []
-    for o in report.tests:
-        title = PART_TITLES[o.part]
-        output = {"passed": "Passed.", "skipped": f"Skipped: {o.message}"}.get(o.status, o.message)
-        tests.append({
-            "name": f"Part {o.part} ({title}): {o.name}",
-            "score": round(o.score, 4),
-            "max_score": round(o.max_score, 4),
-            "status": o.status,
-            "output": clip_message(output),
-            "visibility": "visible",
-        })
-    lines = [f"Part {p} {PART_TITLES[p]}: {report.part_scores[p]:g} / {report.part_max[p]:g}" for p in PART_POINTS]
+    tests = [{
+        "name": f"Part {o.part} ({PART_TITLES[o.part]}): {o.name}",
+        "score": o.score,
+        "max_score": o.max_score,
+        "status": o.status,
+        "output": clip_message("Passed." if o.status == "passed" else o.message),
+        "visibility": "visible",
+    } for o in report.tests if o.status != "skipped"]
+    skipped = [o for o in report.tests if o.status == "skipped"]
+    if skipped:
+        tests.append(_not_run_entry(skipped))
     notes = cascade_notes(report)
-    summary = "\n".join(lines) + ("\n\n" + "\n".join(notes) if notes else "")
+    summary = "\n".join(_part_lines(report.part_scores)) + ("\n\n" + "\n".join(notes) if notes else "")
     return {
         "score": report.score,
         "output": summary + (f"\n\n{extra_output}" if extra_output else ""),
@@ -132,3 +184,18 @@ def gradescope_results(report: Report, extra_output: str = "") -> dict:
         "visibility": "visible",
     }
 
+
+def error_results(status: str, message: str, part_scores: dict[int, float] | None = None,
+                  extra_output: str = "") -> dict:
+    """The results of a submission that could not be graded (nothing imports, a broken upload, a timeout at
+    import): led by the error, said once; one entry per part keeps the part's maximum, so the student sees
+    what the work is worth. part_scores: points earned anyway (none, usually)."""
+    earned = {p: part_scores.get(p, 0.0) if part_scores else 0.0 for p in PART_POINTS}
+    lead = could_not_grade(status, message)
+    tests = [{"name": f"Part {p} ({PART_TITLES[p]})", "score": earned[p], "max_score": float(PART_POINTS[p]),
+              "status": "passed" if earned[p] == PART_POINTS[p] else "failed",
+              "output": "Not graded: see the error at the top.", "visibility": "visible"} for p in PART_POINTS]
+    lines = [lead, "", *_part_lines(earned)]
+    return {"score": round(sum(earned.values()), POINT_DECIMALS),
+            "output": "\n".join(lines) + (f"\n\n{extra_output}" if extra_output else ""),
+            "tests": tests, "visibility": "visible"}

@@ -218,4 +218,5 @@ def test_without_a_gpu_every_cuda_test_skips_and_the_reference_still_scores_100(
     import json
     scored = json.loads(results.read_text())
     assert scored["score"] == 100.0
-    assert all(t["max_score"] == 0 for t in scored["tests"] if "cuda" in t["name"])
+    assert not [t for t in scored["tests"] if "test_part6_cuda" in t["name"]]   # not run: in the one entry
+    assert "108 tests (Part 6): needs a CUDA GPU" in scored["tests"][-1]["output"]

@@ -155,7 +155,11 @@ def engine_results(status="graded", message="") -> dict:
 
 def test_hidden_results_wait_for_publication_and_the_output_gives_no_score_away():
     shown = gradescope_view.present(engine_results(), config.settings(config.default_config(4)), 3.14159)
-    assert [t["visibility"] for t in shown["tests"]] == ["after_published", "after_published", "visible"]
+    assert [t["visibility"] for t in shown["tests"]] == ["after_published", "after_published", "after_published",
+                                                         "visible"]
+    summary = shown["tests"][0]
+    assert summary["name"] == gradescope_view.SUMMARY_TITLE and summary["output"] == engine_results()["output"]
+    assert "score" not in summary and "max_score" not in summary
     assert shown["visibility"] == "after_published" and shown["stdout_visibility"] == "hidden"
     assert shown["output"] == gradescope_view.GRADED_NOTE and "Part 1" not in shown["output"]
     assert shown["execution_time"] == 3.14 and shown["score"] == 1.0
@@ -165,7 +169,7 @@ def test_hidden_results_wait_for_publication_and_the_output_gives_no_score_away(
 def test_never_shown_results_say_so_and_stdout_follows_show_stdout():
     settings = config.settings({"show_hidden": False, "show_stdout": True})
     shown = gradescope_view.present(engine_results(), settings, 1.0)
-    assert {t["visibility"] for t in shown["tests"][:2]} == {"hidden"} and shown["visibility"] == "hidden"
+    assert {t["visibility"] for t in shown["tests"][:3]} == {"hidden"} and shown["visibility"] == "hidden"
     assert shown["stdout_visibility"] == "after_published"
     assert shown["output"] == gradescope_view.NEVER_SHOWN_NOTE
 

@@ -12,10 +12,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from autograder.otter import engine_bridge, harness
+from autograder.otter import engine_bridge, gradescope_view, harness
 from autograder.paths import REPO
 from autograder.samples import write_submission
 from autograder.zoo.bugs import BUGS
+from grading_tests.scoring import error_results
 
 BUG = next(bug for bug in BUGS if bug.name == "padding-mask-ignored")
 # Written by a payload only where it must never run: in otter's own process or kernel.
@@ -130,7 +131,9 @@ def graded(dist, tmp_path_factory):
 def essentials(results: dict) -> tuple:
     """Score, every test's outcome, and how isolated the engine that graded it was."""
     isolation = results["extra_data"]["gradebook_row"]["isolation"]
-    return results["score"], [(t["name"], t["score"], t["max_score"], t["status"]) for t in results["tests"]], isolation
+    tests = [(t["name"], t.get("score"), t.get("max_score"), t.get("status")) for t in results["tests"]
+             if t["name"] != gradescope_view.SUMMARY_TITLE]
+    return results["score"], tests, isolation
 
 
 @pytest.mark.parametrize("name", ["reference", "stubs", "bug", "cheat", "nothing"])
@@ -139,16 +142,18 @@ def test_otter_run_gives_the_batch_commands_scores(graded, name):
     assert essentials(by_otter) == essentials(by_batch)
 
 
-def without_timings(results: dict) -> dict:
+def without_run_details(results: dict) -> dict:
+    """Leaves out what differs between two runs of one upload: the timings and the temporary copy graded."""
     results = json.loads(json.dumps(results))
     results.pop("execution_time")
-    results["extra_data"]["gradebook_row"].pop("seconds")
+    for key in ("seconds", "source"):
+        results["extra_data"]["gradebook_row"].pop(key)
     return results
 
 
 def test_otter_run_writes_what_gradescope_gets(graded):
     by_otter, _ = graded[0]["reference"]
-    assert without_timings(by_otter) == without_timings(graded[2])
+    assert without_run_details(by_otter) == without_run_details(graded[2])
     assert {t["visibility"] for t in by_otter["tests"]} == {"after_published"}
 
 
@@ -158,7 +163,7 @@ def test_reference_scores_100_stubs_0_and_the_bug_loses_points_in_its_part(grade
     assert results["stubs"][0]["score"] == 0.0
     bug = results["bug"][0]
     assert 0 < bug["score"] < 100
-    lost = {int(t["name"].split()[1]) for t in bug["tests"] if t["score"] < t["max_score"]}
+    lost = {int(t["name"].split()[1]) for t in bug["tests"] if t.get("score", 0) < t.get("max_score", 0)}
     assert BUG.part in lost and lost <= {5, 6}, lost   # the module's bug shows in its fused path too
 
 
@@ -209,14 +214,18 @@ exec({notebook["cells"][0]["source"]!r})
     assert sorted(p.name for p in markers.iterdir()) == sorted(MARKERS)
 
 
-def test_results_of_a_submission_the_engine_could_not_grade_score_zero(tmp_path):
+def test_the_bridge_passes_the_engines_scores_on_and_refuses_its_failures(tmp_path):
+    """A timeout graded in part keeps the points the engine computed; a row the engine failed on is no result."""
     (tmp_path / "results").mkdir()
-    row = {"submission": "s", "status": "timeout", "message": "grading took longer than 300 s", "score": 37.0}
-    (tmp_path / "results" / "s.json").write_text(json.dumps(
-        {"score": 37.0, "output": "", "tests": [], "extra_data": {"gradebook_row": row}}))
-    results = engine_bridge.results_from_out(tmp_path)
-    assert results["score"] == 0.0
-    assert results["output"].startswith("Your submission could not be graded (timeout): grading took longer")
+    row = {"submission": "s", "status": "timeout", "message": "1 call(s) timed out: causal_mask", "score": 37.0}
+    document = {"score": 37.0, "output": "timeout: 1 call(s) timed out", "tests": [],
+                "extra_data": {"gradebook_row": row}}
+    (tmp_path / "results" / "s.json").write_text(json.dumps(document))
+    assert engine_bridge.results_from_out(tmp_path) == document
+    row.update(status="error", message="grader error: the sandbox could not start", engine_failure=True)
+    (tmp_path / "results" / "s.json").write_text(json.dumps(document))
+    with pytest.raises(engine_bridge.GradingFailed, match="the sandbox could not start"):
+        engine_bridge.results_from_out(tmp_path)
 
 
 def test_the_bridge_says_when_the_engine_is_missing_or_fails(tmp_path):
@@ -252,12 +261,12 @@ def test_a_result_written_before_a_non_zero_exit_is_the_students_not_an_engine_f
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("")
     (fake / "grade_cli.py").write_text("")
-    row = {"status": "error", "message": "no student/ package found", "score": 0.0}
-    (fake / "__main__.py").write_text(f"""import json, pathlib, sys
+    document = {**error_results("error", "no student/ package found"),
+                "extra_data": {"gradebook_row": {"status": "error", "message": "no student/ package found"}}}
+    (fake / "__main__.py").write_text(f"""import pathlib, sys
 out = pathlib.Path(sys.argv[sys.argv.index("--out") + 1]) / "results"
 out.mkdir(parents=True)
-(out / "s.json").write_text(json.dumps({{"score": 0.0, "output": "", "tests": [],
-                                          "extra_data": {{"gradebook_row": {row!r}}}}}))
+(out / "s.json").write_text({json.dumps(document)!r})
 sys.exit(1)
 """)
     write_submission(tmp_path / "submission")

@@ -3,17 +3,22 @@ from types import SimpleNamespace
 
 import pytest
 
+from autograder.otter import gradescope_schema
 from grading_tests import conftest as grading_conftest
 from grading_tests.scoring import (
     MESSAGE_LIMIT,
+    NOT_RUN_TITLE,
     PART_POINTS,
     PART_USES,
     TestOutcome,
     cascade_notes,
     clip_message,
+    could_not_grade,
+    error_results,
     gradescope_results,
     parts_using,
     score_outcomes,
+    shares,
 )
 
 
@@ -52,10 +57,50 @@ def test_an_unknown_part_is_refused():
         score_outcomes(outcomes((7, "passed")))
 
 
-def test_skipped_output_says_skipped_once():
-    report = score_outcomes([*every_part(), TestOutcome("test_cuda", 6, 1, "skipped", "needs a CUDA GPU")])
-    output = next(t["output"] for t in gradescope_results(report)["tests"] if t["status"] == "skipped")
-    assert output == "Skipped: needs a CUDA GPU"
+def test_tests_that_did_not_run_are_one_informational_entry_not_a_status():
+    cuda = [TestOutcome(f"test_cuda[{i}]", 6, 0.1, "skipped", "needs a CUDA GPU") for i in range(108)]
+    inconclusive = TestOutcome("test_device", 2, 1, "skipped", "inconclusive on this machine: reads values")
+    results = gradescope_results(score_outcomes([*every_part(), *cuda, inconclusive]))
+    assert {t.get("status") for t in results["tests"]} == {"passed", None}
+    (entry,) = [t for t in results["tests"] if "status" not in t]
+    assert entry["name"] == NOT_RUN_TITLE and "score" not in entry and "max_score" not in entry
+    assert entry["output"].splitlines() == ["- 108 tests (Part 6): needs a CUDA GPU",
+                                            "- Part 2, test_device: inconclusive on this machine: reads values"]
+    assert gradescope_schema.problems(results) == []
+
+
+def test_nothing_not_run_means_no_informational_entry():
+    assert all("status" in t for t in gradescope_results(score_outcomes(every_part()))["tests"])
+
+
+@pytest.mark.parametrize("count", [3, 7, 24, 56, 108])
+def test_shares_add_up_to_exactly_the_parts_points(count):
+    """Thirds and sevenths of 10 points rounded each to 4 places would add up to 10.0002 or 9.9999."""
+    report = score_outcomes([TestOutcome(f"t{i}", part, 1 + i % 3, "passed") for part in PART_POINTS
+                             for i in range(count)])
+    results = gradescope_results(report)
+    assert results["score"] == report.score == 100.0
+    assert gradescope_schema.total_problems({**results, "execution_time": 1.0}, 100) == []
+    for part, points in PART_POINTS.items():
+        scores = [o.max_score for o in report.tests if o.part == part]
+        assert sum(round(s * 10**4) for s in scores) == points * 10**4
+        assert max(scores) - min(scores) <= 2 * points / (1 + 2 / 3) / count   # in proportion to the weights
+
+
+def test_shares_follow_the_weights_to_the_last_decimal():
+    assert shares(10, [1, 1, 1]) == [3.3334, 3.3333, 3.3333]
+    assert shares(1, [0, 1]) == [0.0, 1.0] and shares(5, [0, 0]) == [0.0, 0.0]
+
+
+def test_an_error_result_leads_with_the_error_keeps_the_maxima_and_says_it_once():
+    message = "SyntaxError: invalid syntax (masking.py, line 12)"
+    results = error_results("error", message, extra_output="Sandbox: isolated.")
+    assert results["output"].splitlines()[0] == could_not_grade("error", message)
+    assert results["output"].count(message) == 1 and all(message not in t["output"] for t in results["tests"])
+    assert [(t["score"], t["max_score"]) for t in results["tests"]] == [(0.0, float(p)) for p in PART_POINTS.values()]
+    assert "Part 2 Masking and attention weights: 0 / 30" in results["output"] and results["score"] == 0.0
+    assert gradescope_schema.problems(results) == []
+    assert gradescope_schema.total_problems({**results, "execution_time": 1.0}, 100) == []
 
 
 def test_the_recorder_keeps_pytests_skip_reason_without_its_prefix():

@@ -20,7 +20,7 @@ import threading
 from autograder.engine.files import atomic_write
 from autograder.engine.outcome import Outcome
 from autograder.engine.sanitize import csv_cell, printable
-from grading_tests.scoring import PART_POINTS, PART_TITLES, gradescope_results, score_outcomes
+from grading_tests.scoring import PART_POINTS, PART_TITLES, error_results
 
 STATUSES = ("graded", "error", "timeout")
 MAX_ATTEMPTS = 2    # an engine failure is graded again by the next run, once; then its error row stays
@@ -44,9 +44,9 @@ def results_document(outcome: Outcome, row: dict) -> dict:
     """The Gradescope results.json of one submission (score, tests, output, visibility) plus extra_data."""
     document = outcome.results
     if document is None:   # never reached the suite: zero points, the reason as feedback
-        notes = [f"{row['status']}: {row['message']}", *(f"Flagged: {flag}" for flag in outcome.flags)]
-        document = gradescope_results(score_outcomes([]), extra_output="\n".join(notes))
-        document["score"] = 0.0
+        document = error_results(row["status"], row["message"],
+                                 extra_output="\n".join(f"Flagged: {flag}" for flag in outcome.flags))
+    document["execution_time"] = round(outcome.seconds, 2)
     document["extra_data"] = {"gradebook_row": row}
     return document
 

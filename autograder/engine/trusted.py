@@ -62,7 +62,7 @@ def grade(control, limits: Limits, plan: isolation.Plan) -> Outcome:
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     from autograder.engine.client import SandboxGateway, SessionLog, Spawner
     from grading_tests import conftest
-    from grading_tests.scoring import gradescope_results
+    from grading_tests.scoring import error_results, gradescope_results
 
     log = SessionLog()
     gateways = []
@@ -80,10 +80,15 @@ def grade(control, limits: Limits, plan: isolation.Plan) -> Outcome:
     status, message = judge(log, limits, exit_code, grabber.report)
     if grabber.report is None or log.broken is not None:
         return Outcome("error", message, engine_failure=True, flags=flags)
-    results = gradescope_results(grabber.report, extra_output=feedback_notes(log, status, message, plan, flags))
-    return Outcome(status, message, score=grabber.report.score, max_score=grabber.report.max_score,
-                   part_scores={str(p): s for p, s in grabber.report.part_scores.items()},
-                   part_max={str(p): s for p, s in grabber.report.part_max.items()}, results=results,
+    report = grabber.report
+    if log.import_failure is not None:   # every test failed for the same reason: say it once, at the top
+        results = error_results(status, message, report.part_scores, extra_output=feedback_notes(log, plan, flags))
+    else:
+        lead = "" if status == "graded" and not message else f"{status}: {message}"
+        results = gradescope_results(report, extra_output=feedback_notes(log, plan, flags, lead))
+    return Outcome(status, message, score=report.score, max_score=report.max_score,
+                   part_scores={str(p): s for p, s in report.part_scores.items()},
+                   part_max={str(p): s for p, s in report.part_max.items()}, results=results,
                    engine_failure=exit_code not in (0, 1), flags=flags)   # pytest itself failed: the engine's fault
 
 
@@ -122,10 +127,10 @@ def flags_of(log, gateway_flags: list[str]) -> list[str]:
     return flags
 
 
-def feedback_notes(log, status: str, message: str, plan: isolation.Plan, flags: list[str]) -> str:
+def feedback_notes(log, plan: isolation.Plan, flags: list[str], lead: str = "") -> str:
     from autograder.engine.sanitize import printable
 
-    notes = [] if status == "graded" and not message else [f"{status}: {message}"]
+    notes = [lead] if lead else []
     if log.output_total:
         shown = printable(bytes(log.output[:OUTPUT_SHOWN]).decode("utf-8", "replace"), newlines=True)
         notes.append(f"Your code printed {log.output_total} bytes; the first {len(shown)} characters:\n{shown}")

@@ -77,19 +77,15 @@ def failure_message(proc: subprocess.CompletedProcess) -> str:
 
 
 def results_from_out(out: pathlib.Path) -> dict:
-    """The one results/*.json the engine wrote, with a submission it could not grade made explicit."""
+    """The one results/*.json the engine wrote. A row the engine failed on (engine_failure) is not the
+    student's result: GradingFailed, so the student is told it is not their fault."""
     found = sorted((out / "results").glob("*.json"))
     if len(found) != 1:
         raise GradingFailed(f"expected one result in {out / 'results'}, found {len(found)}")
     document = json.loads(found[0].read_text())
     row = (document.get("extra_data") or {}).get("gradebook_row") or {}
-    status = row.get("status", "graded")
-    if status != "graded":
-        # error (bad zip, no student/, grader crash) or timeout: nothing earned, and the student is told why.
-        document["score"] = 0.0
-        reason = f"Your submission could not be graded ({status}): {row.get('message') or 'no details'}"
-        if reason not in document.get("output", ""):
-            document["output"] = reason + "\n\n" + document.get("output", "")
+    if row.get("engine_failure"):
+        raise GradingFailed(f"the grading engine failed on this submission: {row.get('message') or 'no details'}")
     return document
 
 

@@ -6,7 +6,9 @@ Every test of the grading suite is a hidden test (students have their own public
 so each result takes the visibility the instructor chose for hidden tests (config.Settings: otter's
 show_hidden, after_published by default); a test the engine tags "public" stays visible. While hidden
 results are not shown, the top-level output would give the score away, so it says only whether the
-submission was graded, and why not when it could not be (the student can fix that before the deadline).
+submission was graded, and why not when it could not be (the student can fix that before the deadline);
+the engine's summary (points per part, which part to fix first) becomes the first test entry, worth no
+points, shown with the hidden tests.
 The autograder's stdout follows otter's show_stdout. points_possible scales the score as otter does.
 """
 from __future__ import annotations
@@ -16,6 +18,7 @@ import copy
 from autograder.otter.config import Settings
 
 PUBLIC_TAG = "public"
+SUMMARY_TITLE = "Summary by part (worth no points of its own)"
 GRADED_NOTE = ("Your submission was received and graded. The results of the hidden tests will be shown "
                "here when your instructor publishes the grades.")
 NEVER_SHOWN_NOTE = "Your submission was received and graded."
@@ -46,6 +49,9 @@ def present(results: dict, settings: Settings, seconds: float) -> dict:
     shown["visibility"] = hidden
     shown["stdout_visibility"] = settings.stdout_visibility
     shown["output"] = immediate_output(results, settings)
+    if graded(results) and results.get("output"):
+        shown["tests"] = [{"name": SUMMARY_TITLE, "output": results["output"], "visibility": hidden},
+                          *shown.get("tests", [])]
     possible = _row(results).get("max_score") or sum(t.get("max_score", 0) for t in results.get("tests", []))
     if settings.points_possible is not None and possible and settings.points_possible != possible:
         shown["score"] = results["score"] / possible * settings.points_possible

@@ -63,6 +63,8 @@ BUGS = [
          SOFTMAX.replace("dim=-1)", "dim=-1, dtype=torch.float32).to(scores.dtype)"),
          "Hugging Face's idiom, also for float64: computes float64 inputs in float32"),
     edit("detached-weights", 2, "masking.py", RETURN, "    return weights.detach() @ v, weights.detach()"),
+    edit("causal-mask-float", 2, "masking.py", CAUSAL, CAUSAL.replace("torch.bool", "torch.float"),
+         "a 0/1 float mask: ~mask fails, and SDPA would add it"),
     # Part 3: heads
     edit("split-without-transpose", 3, "heads.py", SPLIT, "    return x.reshape(B, num_heads, L, E // num_heads)"),
     edit("split-interleaved", 3, "heads.py", SPLIT,
@@ -81,7 +83,11 @@ BUGS = [
          "    return mask.repeat(num_queries, 1).reshape(B, 1, num_queries, S)"),
     edit("expand-masks-queries-too", 4, "padding.py", EXPAND,
          "    return (mask[:, None, None, :] & mask[:, None, :num_queries, None]).expand(B, 1, num_queries, S)"),
+    edit("expand-float-mask", 4, "padding.py", EXPAND, EXPAND + ".float()",
+         "a float mask is added to the scores by SDPA, not used to hide keys"),
     # Part 5: MultiHeadAttention, manual path
+    edit("manual-path-ignores-padding", 5, "multihead.py", MANUAL, MANUAL.replace("q, k, v, mask,", "q, k, v, None,"),
+         "padding_mask reaches only the fused path"),
     edit("scale-by-model-dim", 5, "multihead.py", MANUAL, MANUAL.replace("dropout_p=dropout_p)",
                                                                          "dropout_p=dropout_p, "
                                                                          "scale=self.embed_dim ** -0.5)")),
@@ -91,9 +97,6 @@ BUGS = [
     edit("padding-mask-sized-by-keys", 5, "multihead.py", MHA_MASK, MHA_MASK.replace("x.size(1)", "source.size(1)")),
     edit("dropout-in-eval", 5, "multihead.py", MHA_DROPOUT, "        dropout_p = self.dropout"),
     edit("dropout-forgotten", 5, "multihead.py", MHA_DROPOUT, "        dropout_p = 0.0"),
-    edit("torch-sdpa-in-module-manual-path", 5, "multihead.py", MANUAL,
-         "            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal, "
-         "dropout_p=dropout_p)"),
     edit("no-value-error-for-heads", 5, "multihead.py",
          '        if embed_dim % num_heads != 0:\n'
          '            raise ValueError(f"embed_dim={embed_dim} is not divisible by num_heads={num_heads}")\n', ""),
