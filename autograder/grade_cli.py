@@ -1,9 +1,13 @@
 """python -m autograder grade PATH... --out DIR [--workers N] [--timeout S] [--budget S] [--memory-gb G]
 
 Grades submissions (folders or zips holding student/, folders of them, or a Gradescope
-export) with the hidden suite, each in its own sandbox, into DIR: grades.csv,
-results/<submission>.json (Gradescope schema) and summary.png. Run it again with the
-same --out to finish an interrupted run.
+export: its folder, its zip, or the folder holding either) with the hidden suite, each in its
+own sandbox, into DIR: grades.csv (one row per student), results/<submission>.json (Gradescope
+schema) and summary.png. Run it again with the same --out to finish an interrupted run.
+
+Exit status: 0 when at least one submission was graded; 1 when every row is an error (nothing
+could be graded: most likely the wrong folder was given); 2 for a missing path or an export zip
+that cannot be read; 130 when interrupted.
 """
 from __future__ import annotations
 
@@ -16,9 +20,10 @@ from autograder.engine.limits import Limits
 
 def parser() -> argparse.ArgumentParser:
     defaults = Limits()
-    p = argparse.ArgumentParser(prog="python -m autograder grade", description=__doc__.split("\n\n")[1])
+    p = argparse.ArgumentParser(prog="python -m autograder grade", description="\n\n".join(__doc__.split("\n\n")[1:]),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="a submission (folder or .zip), a folder of them, or a Gradescope export")
+                   help="a submission (folder or .zip), a folder of them, or a Gradescope export (folder or .zip)")
     p.add_argument("--out", required=True, help="output folder (created; reused to resume)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                    help="submissions graded at once (default: the core count)")
@@ -38,11 +43,14 @@ def main(argv=None) -> int:
         print("grade: --workers, --timeout, --budget and --memory-gb must be positive", file=sys.stderr)
         return 2
     limits = Limits(call_timeout=args.timeout, budget=args.budget, memory_bytes=int(args.memory_gb * 2**30))
-    from autograder.engine import batch, gradebook
+    from autograder.engine import batch, gradebook, submissions
     try:
         rows, note = batch.grade_all(args.paths, args.out, workers=args.workers, limits=limits)
     except FileNotFoundError as error:
         print(f"grade: {error}", file=sys.stderr)
+        return 2
+    except submissions.SubmissionError as error:
+        print(f"grade: cannot read the export: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"\ngrade: interrupted; what was graded is kept in {args.out}: run the same command again to finish",
@@ -52,4 +60,9 @@ def main(argv=None) -> int:
     print(f"\nisolation: {note}")
     print(f"wrote {os.path.join(args.out, 'grades.csv')}, {os.path.join(args.out, 'results')}/, "
           f"{os.path.join(args.out, 'summary.png')}")
+    if rows and all(row["status"] == "error" for row in rows):
+        print(f"grade: none of the {len(rows)} submission(s) could be graded (every row is an error): was the "
+              f"right folder given? Each PATH must be a submission holding student/, a folder of them, or a "
+              f"Gradescope export", file=sys.stderr)
+        return 1
     return 0

@@ -124,7 +124,8 @@ def test_grades_csv_has_the_columns_and_one_row_per_submission(zoo):
         reader = csv.DictReader(handle)
         names = [row["submission"] for row in reader]
         columns = reader.fieldnames
-    assert columns[:5] == ["submission", "score", "max_score", "status", "message"]
+    assert columns[:10] == ["name", "sid", "email", "submission_id", "group", "submission", "score", "max_score",
+                            "status", "message"]
     assert [f"part{p}" for p in PART_POINTS] == [c for c in columns if c.startswith("part")]
     assert len(names) == len(zoo.expectations)
     assert sorted(zoo.rows()) == sorted(e.name for e in zoo.expectations)   # names quoted against formulas, unquoted

@@ -88,9 +88,14 @@ def test_rows_keep_source_flags_and_attempts_and_a_resume_finds_them_by_source(t
     assert gradebook.attempts_before(tmp_path, "b") == 1 and gradebook.attempts_before(tmp_path, "a") == 0
 
 
+def named(*pairs):
+    """Submissions as discovery finds them: (name, source) each."""
+    return [submissions._Found(name, source, source) for name, source in pairs]
+
+
 def test_names_that_look_alike_never_share_a_results_file():
-    found = submissions._with_unique_slugs([("slug a", "/c/slug a"), ("slug_a", "/c/slug_a"),
-                                            ("slug_a-2", "/c/slug_a-2"), ("slug a!", "/d/slug a!")], {})
+    found = submissions._with_unique_slugs(named(("slug a", "/c/slug a"), ("slug_a", "/c/slug_a"),
+                                                  ("slug_a-2", "/c/slug_a-2"), ("slug a!", "/d/slug a!")), {})
     slugs = [s.slug for s in found]
     assert len(set(slugs)) == 4, slugs
     # Defence off: the rule before (a counter per safe name, "-N" appended) gave two of them one file.
@@ -103,9 +108,9 @@ def test_names_that_look_alike_never_share_a_results_file():
 
 
 def test_a_resumed_run_keeps_each_source_on_its_own_file_whatever_was_added():
-    first = submissions._with_unique_slugs([("slug_a", "/c/slug_a")], {})
+    first = submissions._with_unique_slugs(named(("slug_a", "/c/slug_a")), {})
     taken = {s.slug: s.source for s in first}
-    second = submissions._with_unique_slugs([("slug a", "/c/slug a"), ("slug_a", "/c/slug_a")], taken)
+    second = submissions._with_unique_slugs(named(("slug a", "/c/slug a"), ("slug_a", "/c/slug_a")), taken)
     by_source = {s.source: s.slug for s in second}
     assert by_source["/c/slug_a"] == first[0].slug
     assert by_source["/c/slug a"] != first[0].slug

@@ -33,7 +33,7 @@ def uploads(root) -> dict:
     no_package = root / "no-package.zip"
     with zipfile.ZipFile(no_package, "w") as zf:
         zf.writestr("attention.ipynb", "{}")
-        zf.writestr("masking.py", "x = 1\n")
+        zf.writestr("notes.py", "x = 1\n")   # none of the graded modules (those alone would be graded)
     return {"reference": submit(write_submission(root / "reference"), root / "reference.zip"),
             "stubs": submit(write_submission(root / "stubs", solution=False), root / "stubs.zip"),
             "syntax-error": submit(syntax_error, root / "syntax-error.zip"),

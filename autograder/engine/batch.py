@@ -46,16 +46,17 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None)
     sandbox_root = tempfile.mkdtemp(prefix="autograder-sandboxes-")
     os.chmod(sandbox_root, 0o711)   # a sandbox may enter its own folder, never list the others
     trusted_root = tempfile.mkdtemp(prefix="autograder-trusted-")
+    exports_root = tempfile.mkdtemp(prefix="autograder-exports-")   # export zips extracted: ours alone (0700)
     plan = isolation.probe(sandbox_root)
     template = Template(Settings(limits, plan, sandbox_root, trusted_root))   # before reading the class
     try:
         out = pathlib.Path(out)
         (out / "results").mkdir(parents=True, exist_ok=True)
         done, taken = gradebook.load_done(out)
-        found = submissions.discover(paths, taken)
-        note = isolation_note(plan, out, list(paths), sorted({s.source for s in found}))
+        found = submissions.discover(paths, taken, staging=exports_root)
+        note = isolation_note(plan, out, list(paths), sorted({s.location for s in found}))
         gradebook.preload_plotting()   # after the batch's last fork
-        rows = [{**done[s.source], "submission": s.name} for s in found if s.source in done]
+        rows = [{**done[s.source], **gradebook.identity(s)} for s in found if s.source in done]
         todo = [s for s in found if s.source not in done]
         progress = Progress(len(todo), len(rows), progress_stream)
         rows += _grade(template, todo, out, workers, limits, note, list(rows), progress)
@@ -63,6 +64,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None)
     finally:
         template.close()
         _remove_roots(sandbox_root, trusted_root)
+        shutil.rmtree(exports_root, ignore_errors=True)
     gradebook.write_csv(out, rows)
     gradebook.write_summary_png(out, rows)
     return rows, note
@@ -96,7 +98,7 @@ def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier
         while waiting and len(running) < workers:
             submission = waiting.popleft()
             try:
-                job = template.start(submission.source, time.monotonic() + allowed)
+                job = template.start(submission.location, time.monotonic() + allowed)
             except (OSError, RuntimeError) as error:   # the template is gone: every row still gets written
                 record(submission, Outcome.failed(f"grader error: could not start grading ({error})"))
                 continue

@@ -1,5 +1,12 @@
 """The output folder: results/<slug>.json per submission, grades.csv, summary.png, the closing table.
 
+grades.csv is meant to go back into a roster (Gradescope's and the usual LMS gradebook imports read
+it): UTF-8, one header row, plain numbers in the score columns, one row per student. Columns:
+name, sid, email (from a Gradescope export; empty otherwise), submission_id (Gradescope's),
+group (for a group submission, all its members, on each member's row), submission (the row's
+submission: a file or folder name, or the students' names), score, max_score, status, message,
+part1 ... part6, isolation, flags.
+
 Every file is written to a temporary name and moved into place (os.replace), so a run
 killed half way leaves only complete files; a result file present means "graded". A result
 belongs to its submission's source (the folder or zip, by real path), never just to its file
@@ -13,9 +20,11 @@ import io
 import json
 import os
 import pathlib
+import re
 import statistics
 import tempfile
 import threading
+import unicodedata
 
 from autograder.engine.files import atomic_write
 from autograder.engine.outcome import Outcome
@@ -26,11 +35,17 @@ STATUSES = ("graded", "error", "timeout")
 MAX_ATTEMPTS = 2    # an engine failure is graded again by the next run, once; then its error row stays
 
 
+def identity(submission) -> dict:
+    """Who a row is for: the submission's name, Gradescope's submission id and its students (from an export)."""
+    return {"submission": submission.name, "submission_id": submission.submission_id,
+            "submitters": [{"name": s.name, "sid": s.sid, "email": s.email} for s in submission.submitters]}
+
+
 def row_from_outcome(submission, outcome: Outcome, isolation_note: str, attempts: int = 1) -> dict:
     """One gradebook row (also stored in the results file's extra_data, so a resumed run can rebuild the csv)."""
     parts = outcome.part_scores
     return {
-        "submission": submission.name, "score": round(float(outcome.score), 4),
+        **identity(submission), "score": round(float(outcome.score), 4),
         "max_score": float(outcome.max_score or sum(PART_POINTS.values())),
         "status": outcome.status, "message": printable(outcome.message, limit=500),
         **{f"part{p}": float(parts.get(str(p), 0.0)) for p in PART_POINTS},
@@ -86,12 +101,26 @@ def attempts_before(out: pathlib.Path, slug: str) -> int:
         return 0
 
 
+STUDENT_COLUMNS = ("name", "sid", "email", "submission_id", "group")
+
+
 def columns() -> list[str]:
-    return ["submission", "score", "max_score", "status", "message", *[f"part{p}" for p in PART_POINTS],
-            "isolation", "flags"]
+    return [*STUDENT_COLUMNS, "submission", "score", "max_score", "status", "message",
+            *[f"part{p}" for p in PART_POINTS], "isolation", "flags"]
 
 
-TEXT_COLUMNS = ("submission", "message", "isolation", "flags")
+TEXT_COLUMNS = (*STUDENT_COLUMNS, "submission", "message", "isolation", "flags")
+
+
+def student_rows(row: dict) -> list[dict]:
+    """The CSV rows of one submission: one per student of an export (a group: one per member, each naming the
+    group), or one named after the submission."""
+    people = row.get("submitters") or []
+    group = " & ".join(p["name"] or p["email"] or p["sid"] for p in people) if len(people) > 1 else ""
+    if not people:
+        return [{**row, "name": row["submission"], "sid": "", "email": "", "group": ""}]
+    return [{**row, "name": person["name"], "sid": person["sid"], "email": person["email"], "group": group}
+            for person in people]
 
 
 def write_csv(out: pathlib.Path, rows: list[dict]) -> None:
@@ -99,7 +128,8 @@ def write_csv(out: pathlib.Path, rows: list[dict]) -> None:
     writer = csv.DictWriter(buffer, fieldnames=columns(), extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for row in sorted(rows, key=lambda r: (r["submission"].lower(), r["slug"])):
-        writer.writerow({**row, **{key: csv_cell(str(row.get(key, ""))) for key in TEXT_COLUMNS}})
+        for line in student_rows(row):
+            writer.writerow({**line, **{key: csv_cell(str(line.get(key) or "")) for key in TEXT_COLUMNS}})
     atomic_write(out / "grades.csv", buffer.getvalue())
 
 
@@ -162,11 +192,46 @@ def table(rows: list[dict], limit: int = 20) -> str:
              + (": " + ", ".join(printable(r["submission"], limit=40) for r in flagged[:5]) if flagged else "")
              + (" ..." if len(flagged) > 5 else ""), ""]
     names = {id(r): printable(r["submission"]) for r in rows}
-    width = min(40, max(len(name) for name in names.values()))
-    lines.append(f"{'submission':<{width}}  {'score':>6}  {'status':<8}  message")
+    width = max(len("submission"), min(NAME_WIDTH, max(display_width(name) for name in names.values())))
+    lines.append(f"{fit('submission', width)}  {'score':>8}  {'status':<8}  message")
     for row in sorted(rows, key=lambda r: r["submission"].lower())[:limit]:
-        lines.append(f"{names[id(row)][:width]:<{width}}  {row['score']:>6g}  {row['status']:<8}  "
-                     f"{printable(row['message'])[:60]}")
+        lines.append(f"{fit(names[id(row)], width)}  {row['score']:>8.2f}  {row['status']:<8}  "
+                     f"{shorten(printable(row['message']), MESSAGE_WIDTH)}".rstrip())
     if len(rows) > limit:
         lines.append(f"... {len(rows) - limit} more in grades.csv")
     return "\n".join(lines)
+
+
+NAME_WIDTH = 32      # columns of the closing table's submission names
+MESSAGE_WIDTH = 72   # and of its messages
+# Where an error happened, as Python and the engine write it: "(masking.py, line 12)", "masking.py:12",
+# "masking.py line 12".
+LOCATION = re.compile(r"\(?[\w./-]+\.py(?:, line \d+|:\d+| line \d+)\)?")
+
+
+def display_width(text: str) -> int:
+    """Terminal columns: wide (East Asian) characters take two, combining marks none."""
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def fit(text: str, width: int) -> str:
+    """text cut to `width` terminal columns (an ellipsis marks the cut) and padded to exactly that width."""
+    if display_width(text) > width:
+        while display_width(text) > width - 1:
+            text = text[:-1]
+        text += "…"
+    return text + " " * (width - display_width(text))
+
+
+def shorten(message: str, width: int) -> str:
+    """message within `width` characters, keeping where the error happened (its last file and line) when the
+    middle has to go."""
+    if len(message) <= width:
+        return message
+    places = list(LOCATION.finditer(message))
+    if not places or len(places[-1].group()) > width // 2:
+        return message[:width - 1] + "…"
+    place = places[-1]
+    tail = message[place.start():]
+    tail = tail if len(tail) <= width // 2 else place.group()
+    return message[:width - len(tail) - 2] + "… " + tail

@@ -1,25 +1,42 @@
 """Find submissions on the command line and unpack one safely into a sandbox's private folder.
 
 A submission is a folder or a .zip holding the `student/` package, at its root or
-inside one top-level folder (as people zip folders). Archives and folders are
+inside one top-level folder (as people zip folders). A student who uploaded the graded
+modules (scaling.py, ...) without their folder is graded too: the modules become the
+package, with the handout's own student/__init__.py. Archives and folders are
 untrusted: no links, no paths leaving the folder, bounded file count and size, every
 oddity a one-line error. Compiled bytecode (.pyc) is dropped from both: graded code must
 be readable, and a module that exists only as bytecode is flagged for the instructor.
+
+Gradescope's "Export Submissions" (submission_metadata.yml beside one folder per submission)
+is read as a folder, as its zip, or inside the folder given: every submission is named by its
+students, with their ids and emails and Gradescope's submission id. An export zip is extracted,
+under the same rules with a class-sized budget, into a folder of the batch's own; its
+submissions keep the zip's path and their folder's name as their identity across runs.
 """
 from __future__ import annotations
 
+import ast
 import os
 import pathlib
 import re
 import shutil
 import stat
+import tempfile
 import zipfile
 from dataclasses import dataclass
+
+from autograder.paths import STUDENT_DIR
 
 MAX_FILES = 2000
 MAX_FILE_BYTES = 20 << 20
 MAX_TOTAL_BYTES = 50 << 20
+# A whole class's export zip: hundreds of submissions, each within the limits above when it is unpacked.
+EXPORT_MAX_FILES = 200_000
+EXPORT_MAX_BYTES = 8 << 30
 PACKAGE = "student"
+# The handout's own package file (shipped in autograder.zip): what a flat upload of the modules is graded with.
+HANDOUT_INIT = STUDENT_DIR / "__init__.py"
 IGNORED = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints"}
 METADATA = "submission_metadata.yml"
 
@@ -35,55 +52,138 @@ class SubmissionError(Exception):
 @dataclass(frozen=True)
 class Unpacked:
     flags: tuple[str, ...] = ()   # for the instructor (bytecode that was dropped)
+    note: str = ""                # for the row's message (the modules were uploaded without their folder)
+
+
+def graded_modules() -> set[str]:
+    """The files of the graded modules ("scaling.py", ...), read from the handout's student/__init__.py (its
+    _HOMES: graded name -> module), never imported: the batch and the worker do not run student code."""
+    for node in ast.parse(HANDOUT_INIT.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(target, "id", "") == "_HOMES" for target in node.targets):
+            return {f"{module}.py" for module in ast.literal_eval(node.value).values()}
+    raise RuntimeError(f"{HANDOUT_INIT} defines no _HOMES")
+
+
+@dataclass(frozen=True)
+class Submitter:
+    """A student named by a Gradescope export (empty strings where the export gives nothing)."""
+    name: str
+    sid: str = ""
+    email: str = ""
 
 
 @dataclass(frozen=True)
 class Submission:
     name: str      # shown in grades.csv (the student's name for a Gradescope export)
     slug: str      # file name of its results (unique in the output folder, filesystem-safe)
-    source: str    # the folder or zip (its real path: the submission's identity across runs)
+    source: str    # its identity across runs: the folder or zip's real path (in an export zip: "ZIP::FOLDER")
+    path: str = ""                  # where to read it now (the source, or its folder extracted from an export zip)
+    submission_id: str = ""         # Gradescope's, from an export's folder name (submission_<id>)
+    submitters: tuple[Submitter, ...] = ()   # from an export's metadata; more than one: a group
+
+    @property
+    def location(self) -> str:
+        return self.path or self.source
 
 
 # ------------------------------------------------------------------ discovery
 
-def discover(paths, taken: dict[str, str] | None = None) -> list[Submission]:
-    """All submissions under the given paths, in a stable order. Raises FileNotFoundError for a missing path.
+def discover(paths, taken: dict[str, str] | None = None, staging: str | None = None) -> list[Submission]:
+    """All submissions under the given paths, in a stable order. Raises FileNotFoundError for a missing path,
+    SubmissionError for an export zip that cannot be extracted.
 
     taken: slug -> source of the results already in the output folder; a source keeps its slug, and
     no other submission ever gets one of them.
+    staging: a private folder of the batch to extract export zips into (a temporary one when not given).
     """
-    found: list[tuple[str, str]] = []
+    def staging_folder() -> str:
+        return staging or tempfile.mkdtemp(prefix="autograder-exports-")
+
+    found: list[_Found] = []
     for raw in paths:
         path = pathlib.Path(raw)
         if not path.exists():
             raise FileNotFoundError(f"{raw}: no such file or folder")
-        if path.is_file() or (path / PACKAGE).is_dir():
-            found.append((_stem(path), str(path)))
-        elif (path / METADATA).is_file():
-            found += _gradescope_export(path)
+        if path.is_dir() and not (path / PACKAGE).is_dir() and not (path / METADATA).is_file():
+            # A folder of submissions (or of exports: the folder above an export, or holding its zip).
+            for child in sorted(c for c in path.iterdir() if not c.name.startswith(".") and c.name not in IGNORED):
+                found += _one_path(child, staging_folder)
         else:
-            children = sorted(c for c in path.iterdir() if not c.name.startswith(".") and c.name not in IGNORED)
-            found += [(_stem(child), str(child)) for child in children]
-    return _with_unique_slugs([(name, os.path.realpath(source)) for name, source in found], taken or {})
+            found += _one_path(path, staging_folder)
+    return _with_unique_slugs(found, taken or {})
+
+
+@dataclass(frozen=True)
+class _Found:
+    name: str
+    source: str
+    path: str
+    submission_id: str = ""
+    submitters: tuple[Submitter, ...] = ()
+
+
+def _one_path(path: pathlib.Path, staging_folder) -> list[_Found]:
+    """An export (its folder or zip), or one submission."""
+    real = os.path.realpath(path)
+    if path.is_dir() and (path / METADATA).is_file():
+        return _gradescope_export(pathlib.Path(real), lambda child: os.path.join(real, child))
+    if path.is_file() and is_export_zip(path):
+        folder = pathlib.Path(staging_folder()) / re.sub(r"[^A-Za-z0-9._-]+", "_", path.name)
+        extract_export(path, folder)
+        inner = [c for c in folder.iterdir() if c.is_dir()]
+        root = folder if (folder / METADATA).is_file() else inner[0]
+        return _gradescope_export(root, lambda child: f"{real}::{child}")
+    return [_Found(_stem(path), real, real)]
+
+
+def is_export_zip(path: pathlib.Path) -> bool:
+    """A zip with submission_metadata.yml at its top or inside its one top folder (as Gradescope writes it)."""
+    if not path.name.lower().endswith(".zip"):
+        return False
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [name.replace("\\", "/").strip("/") for name in archive.namelist()]
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return False
+    tops = {name.split("/")[0] for name in names if name and not name.startswith("__MACOSX")}
+    return METADATA in names or (len(tops) == 1 and f"{next(iter(tops))}/{METADATA}" in names)
+
+
+def extract_export(archive: pathlib.Path, folder: pathlib.Path) -> None:
+    """An export zip extracted under the submissions' rules (no links, no escaping paths), a class-sized budget.
+    Raises SubmissionError."""
+    _extract_zip(archive, folder, None, _Budget(EXPORT_MAX_FILES, EXPORT_MAX_BYTES))
 
 
 def _stem(path: pathlib.Path) -> str:
     return path.name[:-4] if path.name.lower().endswith(".zip") else path.name
 
 
-def _gradescope_export(folder: pathlib.Path) -> list[tuple[str, str]]:
-    """Gradescope's "export submissions" folder: one folder per submission, students named in the metadata."""
+def _gradescope_export(folder: pathlib.Path, source_of) -> list[_Found]:
+    """Gradescope's "export submissions" folder: one folder per submission, students named in the metadata.
+    source_of(child folder name) -> that submission's identity."""
     import yaml
 
-    metadata = yaml.safe_load((folder / METADATA).read_text()) or {}
+    try:
+        metadata = yaml.safe_load((folder / METADATA).read_text(errors="replace")) or {}
+    except yaml.YAMLError:
+        metadata = {}
+    metadata = metadata if isinstance(metadata, dict) else {}
     found = []
-    for child in sorted(c for c in folder.iterdir() if c.is_dir() and not c.name.startswith(".")):
+    for child in sorted(c for c in folder.iterdir() if c.is_dir() and not c.name.startswith(".")
+                        and c.name not in IGNORED):
         entry = metadata.get(child.name) or {}
-        submitters = _field(entry, "submitters") or []
-        names = [str(_field(s, "name") or _field(s, "email") or "").strip() for s in submitters if isinstance(s, dict)]
-        names = [n for n in names if n]
-        found.append((" & ".join(names) if names else child.name, str(child)))
+        submitters = tuple(_submitter(s) for s in (_field(entry, "submitters") or []) if isinstance(s, dict))
+        submitters = tuple(s for s in submitters if s.name or s.sid or s.email)
+        names = [s.name or s.email or s.sid for s in submitters]
+        match = re.fullmatch(r"submission_(\d+)", child.name)
+        found.append(_Found(" & ".join(names) if names else child.name, source_of(child.name), str(child),
+                            match.group(1) if match else "", submitters))
     return found
+
+
+def _submitter(entry: dict) -> Submitter:
+    return Submitter(*(str(_field(entry, key) or "").strip() for key in ("name", "sid", "email")))
 
 
 def _field(mapping, key):
@@ -93,20 +193,20 @@ def _field(mapping, key):
     return mapping.get(f":{key}", mapping.get(key))
 
 
-def _with_unique_slugs(found, taken: dict[str, str]) -> list[Submission]:
+def _with_unique_slugs(found: list[_Found], taken: dict[str, str]) -> list[Submission]:
     used = set(taken)
     mine = {source: slug for slug, source in taken.items()}
     result = []
-    for name, source in found:
-        slug = mine.get(source)
+    for item in found:
+        slug = mine.get(item.source)
         if slug is None:
-            base = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._-")[:80] or "submission"
+            base = re.sub(r"[^A-Za-z0-9._-]+", "_", item.name).strip("._-")[:80] or "submission"
             slug, count = base, 1
             while slug in used:
                 count += 1
                 slug = f"{base}-{count}"
         used.add(slug)
-        result.append(Submission(name, slug, source))
+        result.append(Submission(item.name, slug, item.source, item.path, item.submission_id, item.submitters))
     return result
 
 
@@ -124,12 +224,17 @@ def unpack(source: str, private_dir: str) -> Unpacked:
     else:
         raise SubmissionError("not a file or folder")
     package = _find_package(staging, allow_zip=path.is_dir(), dropped=dropped)
+    note = ""
+    if package.name != PACKAGE:   # the graded modules without their folder: the handout's package file joins them
+        shutil.copyfile(HANDOUT_INIT, package / "__init__.py")
+        found = sorted(p.name for p in package.iterdir() if p.name in graded_modules())
+        note = f"graded {', '.join(found)}, uploaded without their student/ folder"
     os.rename(package, pathlib.Path(private_dir) / PACKAGE)
     shutil.rmtree(staging)
     flags = _bytecode_flags(pathlib.Path(private_dir) / PACKAGE, dropped)
     if not (pathlib.Path(private_dir) / PACKAGE / "__init__.py").is_file():
         raise SubmissionError("student/ has no __init__.py, so it is not a package", flags)
-    return Unpacked(tuple(flags))
+    return Unpacked(tuple(flags), note)
 
 
 def _bytecode_flags(package: pathlib.Path, dropped: list[str]) -> list[str]:
@@ -172,22 +277,41 @@ def _find_package(root: pathlib.Path, allow_zip: bool, dropped: list[str]) -> pa
         return _find_package(inner, allow_zip=False, dropped=dropped)
     if not children:
         raise SubmissionError("empty submission: no files")
-    raise SubmissionError("no student/ package found (expected student/__init__.py at the top or inside one folder)")
+    flat = _flat_package(root) or (len(folders) == 1 and _flat_package(folders[0]))
+    if flat:
+        return flat
+    raise SubmissionError(f"no student/ package found: upload the student/ folder itself (student/__init__.py and "
+                          f"{', '.join(sorted(graded_modules()))} inside it), as `python -m student.submit` zips it")
+
+
+def _flat_package(folder: pathlib.Path) -> pathlib.Path | None:
+    """The graded modules lying in folder without their package: moved, with the other .py files beside them
+    (the student's own helpers), into a package folder of their own; None when folder has none of them."""
+    files = [p for p in folder.iterdir() if p.is_file()]
+    if not graded_modules() & {p.name for p in files}:
+        return None
+    package = folder / ".flat-package"
+    package.mkdir()
+    for path in files:
+        if path.suffix == ".py" and path.name != "__init__.py":
+            os.rename(path, package / path.name)
+    return package
 
 
 class _Budget:
-    def __init__(self):
+    def __init__(self, max_files: int = MAX_FILES, max_bytes: int = MAX_TOTAL_BYTES):
         self.files, self.bytes = 0, 0
+        self.max_files, self.max_bytes = max_files, max_bytes
 
     def add(self, size: int, what: str) -> None:
         self.files += 1
         self.bytes += size
-        if self.files > MAX_FILES:
-            raise SubmissionError(f"too many files (more than {MAX_FILES})")
+        if self.files > self.max_files:
+            raise SubmissionError(f"too many files (more than {self.max_files})")
         if size > MAX_FILE_BYTES:
             raise SubmissionError(f"{what} is too large ({size} bytes; the limit is {MAX_FILE_BYTES})")
-        if self.bytes > MAX_TOTAL_BYTES:
-            raise SubmissionError(f"the submission is too large (more than {MAX_TOTAL_BYTES} bytes unpacked)")
+        if self.bytes > self.max_bytes:
+            raise SubmissionError(f"the submission is too large (more than {self.max_bytes} bytes unpacked)")
 
 
 def _safe_parts(name: str) -> list[str]:
@@ -201,17 +325,20 @@ def _is_bytecode(name: str) -> bool:
     return name.lower().endswith((".pyc", ".pyo"))
 
 
-def _extract_zip(path: pathlib.Path, dest: pathlib.Path, dropped: list[str]) -> None:
+def _extract_zip(path: pathlib.Path, dest: pathlib.Path, dropped: list[str] | None,
+                 budget: _Budget | None = None) -> None:
+    """Extract under the rules above; bytecode goes to `dropped`, or is kept when dropped is None (an export:
+    each of its submissions drops and flags its own when it is unpacked)."""
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as error:
         raise SubmissionError(f"not a readable zip file ({error})") from None
-    budget = _Budget()
+    budget = budget or _Budget()
     dest.mkdir(parents=True)
     with archive:
         members = archive.infolist()
-        if len(members) > MAX_FILES:
-            raise SubmissionError(f"too many files in the zip ({len(members)}; the limit is {MAX_FILES})")
+        if len(members) > budget.max_files:
+            raise SubmissionError(f"too many files in the zip ({len(members)}; the limit is {budget.max_files})")
         seen: dict[str, str] = {}    # every path the zip makes -> "file" or "folder"
         for member in members:
             parts = _safe_parts(member.filename)
@@ -221,7 +348,7 @@ def _extract_zip(path: pathlib.Path, dest: pathlib.Path, dropped: list[str]) -> 
                 raise SubmissionError(f"encrypted zip entries are not supported: {member.filename!r}")
             if not parts or any(p in IGNORED for p in parts):
                 continue
-            if _is_bytecode(parts[-1]) and not member.is_dir():
+            if dropped is not None and _is_bytecode(parts[-1]) and not member.is_dir():
                 dropped.append("/".join(parts))
                 continue
             _claim(seen, parts, "folder" if member.is_dir() else "file", member.filename)

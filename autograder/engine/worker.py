@@ -58,6 +58,8 @@ def grade_one(source: str, settings: Settings, private_fds=()) -> Outcome:
             submissions.open_for_reading(private_dir)
             outcome = _run_trusted(private_dir, work_dir, settings, private_fds)
             outcome.flags = [*unpacked.flags, *outcome.flags]
+            if unpacked.note:
+                outcome.message = "; ".join(filter(None, [unpacked.note, outcome.message]))
     finally:
         # Written by this process only: no sandbox could ever write there (read-only to them).
         shutil.rmtree(private_dir, ignore_errors=True)

@@ -36,7 +36,8 @@ CPU_INDEX = image.CPU_INDEX
 AUTOGRADER_SOURCES = ("autograder/__init__.py", "autograder/__main__.py", "autograder/paths.py",
                       "autograder/otter/__init__.py", "autograder/otter/plugin.py", "autograder/otter/engine_bridge.py",
                       "grading_tests")
-ENGINE_SOURCES = ("autograder/grade_cli.py", "autograder/engine")
+# student/__init__.py: the handout's package file, which a flat upload of the graded modules is graded with.
+ENGINE_SOURCES = ("autograder/grade_cli.py", "autograder/engine", "student/__init__.py")
 # What grades on Gradescope without otter (run_autograder -> run_gradescope) and its config and schema.
 GRADESCOPE_SOURCES = ("autograder/otter/run_gradescope.py", "autograder/otter/config.py",
                       "autograder/otter/gradescope_view.py", "autograder/otter/gradescope_schema.py")

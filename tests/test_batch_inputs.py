@@ -1,0 +1,206 @@
+"""What graders pass to `python -m autograder grade`: Gradescope exports (folder, zip, the folder above),
+flat uploads of the modules, and the gradebook that goes back into a roster."""
+import csv
+import io
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from autograder.engine import gradebook, submissions
+from autograder.paths import REPO, STUDENT_DIR
+from autograder.samples import write_submission
+from autograder.stubs import GRADED_MODULES
+
+METADATA = """\
+submission_101:
+  :submitters:
+  - :name: Ada Lovelace
+    :sid: '0042'
+    :email: ada@example.edu
+  - :name: Alan Turing
+    :sid: '0043'
+    :email: alan@example.edu
+  :created_at: 2026-11-20 10:00:00.000000000 -08:00
+submission_102:
+  :submitters:
+  - :name: Grace Hopper
+    :sid: '0044'
+    :email: grace@example.edu
+"""
+
+
+def export_folder(root, flat_second: bool = False):
+    """An export as Gradescope writes it: assignment_7_export/ with the metadata and one folder per submission."""
+    export = root / "assignment_7_export"
+    write_submission(export / "submission_101")
+    second = write_submission(export / "submission_102")
+    if flat_second:   # Grace uploaded the five modules without their folder
+        for module in GRADED_MODULES:
+            os.rename(second / "student" / module, second / module)
+        for leftover in sorted((second / "student").rglob("*"), reverse=True):
+            leftover.unlink() if leftover.is_file() else leftover.rmdir()
+        (second / "student").rmdir()
+    (export / "submission_metadata.yml").write_text(METADATA)
+    return export
+
+
+def zip_tree(folder, zip_path, arc_root):
+    with zipfile.ZipFile(zip_path, "w") as zf:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                zf.write(path, f"{arc_root}/{path.relative_to(folder).as_posix()}")
+    return zip_path
+
+
+def people(found):
+    return {s.name: (s.submission_id, [(p.name, p.sid, p.email) for p in s.submitters]) for s in found}
+
+
+EXPECTED = {"Ada Lovelace & Alan Turing": ("101", [("Ada Lovelace", "0042", "ada@example.edu"),
+                                                    ("Alan Turing", "0043", "alan@example.edu")]),
+            "Grace Hopper": ("102", [("Grace Hopper", "0044", "grace@example.edu")])}
+
+
+@pytest.mark.parametrize("given", ["export folder", "export zip", "folder above the export", "folder with the zip"])
+def test_an_export_is_read_however_it_arrives(tmp_path, given):
+    export = export_folder(tmp_path / "src")
+    archive = zip_tree(export, tmp_path / "src" / "export.zip", "assignment_7_export")
+    holder = tmp_path / "holder"
+    holder.mkdir()
+    os.rename(archive, holder / "export.zip") if given == "folder with the zip" else None
+    path = {"export folder": export, "export zip": archive, "folder above the export": tmp_path / "src",
+            "folder with the zip": holder}[given]
+    if given == "folder above the export":
+        archive.unlink()
+    found = submissions.discover([path], staging=str(tmp_path / "staging"))
+    assert people(found) == EXPECTED
+    for submission in found:
+        assert (pathlib_of(submission.location) / "student" / "__init__.py").is_file()
+
+
+def pathlib_of(text):
+    import pathlib
+    return pathlib.Path(text)
+
+
+def test_an_export_zips_submissions_keep_their_identity_across_runs(tmp_path):
+    archive = zip_tree(export_folder(tmp_path / "src"), tmp_path / "export.zip", "assignment_7_export")
+    first = submissions.discover([archive], staging=str(tmp_path / "one"))
+    again = submissions.discover([archive], {s.slug: s.source for s in first}, staging=str(tmp_path / "two"))
+    assert [(s.source, s.slug) for s in again] == [(s.source, s.slug) for s in first]
+    assert all(s.source.startswith(f"{os.path.realpath(archive)}::submission_10") for s in first)
+    assert len({s.location for s in first + again}) == 4   # read from each run's own extraction
+
+
+def test_an_export_zip_with_a_link_is_refused_whole(tmp_path):
+    archive = zip_tree(export_folder(tmp_path / "src"), tmp_path / "export.zip", "assignment_7_export")
+    with zipfile.ZipFile(archive, "a") as zf:
+        link = zipfile.ZipInfo("assignment_7_export/submission_101/student/evil.py")
+        link.external_attr = 0o120777 << 16
+        zf.writestr(link, "/etc/shadow")
+    with pytest.raises(submissions.SubmissionError, match="links are not allowed"):
+        submissions.discover([archive], staging=str(tmp_path / "staging"))
+
+
+@pytest.mark.parametrize("inside_a_folder", [False, True])
+def test_the_modules_uploaded_without_their_folder_are_graded_as_the_package(tmp_path, inside_a_folder):
+    upload = tmp_path / "upload.zip"
+    reference = write_submission(tmp_path / "reference") / "student"
+    with zipfile.ZipFile(upload, "w") as zf:
+        for module in [*GRADED_MODULES, "helpers.py"]:
+            text = (reference / module).read_text() if module != "helpers.py" else "HELP = 1\n"
+            zf.writestr(("my-work/" if inside_a_folder else "") + module, text)
+        zf.writestr("attention.ipynb", "{}")
+    private = tmp_path / "private"
+    private.mkdir()
+    unpacked = submissions.unpack(str(upload), str(private))
+    package = private / "student"
+    assert (package / "__init__.py").read_text() == (STUDENT_DIR / "__init__.py").read_text()
+    assert {p.name for p in package.iterdir()} == {"__init__.py", "helpers.py", *GRADED_MODULES}
+    assert unpacked.note.startswith("graded heads.py, masking.py, multihead.py, padding.py, scaling.py")
+
+
+def test_an_upload_with_no_graded_module_is_told_exactly_what_to_upload(tmp_path):
+    upload = tmp_path / "upload.zip"
+    with zipfile.ZipFile(upload, "w") as zf:
+        zf.writestr("attention.ipynb", "{}")
+        zf.writestr("notes.py", "x = 1\n")
+    private = tmp_path / "private"
+    private.mkdir()
+    with pytest.raises(submissions.SubmissionError) as raised:
+        submissions.unpack(str(upload), str(private))
+    assert "upload the student/ folder itself" in str(raised.value)
+    assert all(module in str(raised.value) for module in GRADED_MODULES)
+
+
+def test_the_graded_modules_are_read_from_the_handouts_package_file():
+    assert submissions.graded_modules() == set(GRADED_MODULES)
+
+
+def row(name, score, status="graded", message="", submitters=(), submission_id=""):
+    return {"submission": name, "slug": name, "score": score, "max_score": 100.0, "status": status,
+            "message": message, "submission_id": submission_id, "submitters": list(submitters),
+            **{f"part{p}": 0.0 for p in range(1, 7)}, "isolation": "isolated: pid", "flags": ""}
+
+
+def test_the_csv_has_one_row_per_student_with_ids_and_the_group(tmp_path):
+    group = [{"name": "Ada Lovelace", "sid": "0042", "email": "ada@example.edu"},
+             {"name": "=HYPERLINK(\"x\")", "sid": "0043", "email": "alan@example.edu"}]
+    gradebook.write_csv(tmp_path, [row("Ada Lovelace & =HYPERLINK(\"x\")", 87.5, submitters=group,
+                                       submission_id="101"), row("bob", 100.0)])
+    text = (tmp_path / "grades.csv").read_text(encoding="utf-8")
+    lines = list(csv.DictReader(io.StringIO(text)))
+    assert list(lines[0])[:5] == ["name", "sid", "email", "submission_id", "group"]
+    assert [(r["name"], r["sid"], r["email"], r["submission_id"], r["score"]) for r in lines] == [
+        ("Ada Lovelace", "0042", "ada@example.edu", "101", "87.5"),
+        ("'=HYPERLINK(\"x\")", "0043", "alan@example.edu", "101", "87.5"),
+        ("bob", "", "", "", "100.0")]
+    assert lines[0]["group"] == lines[1]["group"] == 'Ada Lovelace & =HYPERLINK("x")' and lines[2]["group"] == ""
+
+
+def columns(line: str, width: int) -> str:
+    """The start of line that fills `width` terminal columns."""
+    for end in range(len(line) + 1):
+        if gradebook.display_width(line[:end]) >= width:
+            return line[:end]
+    return line
+
+
+def test_the_closing_table_is_aligned_and_keeps_where_the_error_is():
+    message = ("SyntaxError: importing student failed: expected ':' after the function's signature and its "
+               "arguments (scaling.py, line 12)")
+    rows = [row("a", 100.0), row("Zoë Ängström-Ó'Brien of the very long surname", 12.3456),
+            row("日本語の名前", 0.0, "error", message)]
+    lines = gradebook.table(rows).splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("submission"))
+    score_end = lines[header].index("score") + len("score")   # the header is plain ASCII
+    body = lines[header + 1:]
+    for line in body:   # the score column ends in the same terminal column on every row, whatever the name
+        prefix = columns(line, score_end)
+        assert float(prefix[-8:]) >= 0 and line[len(prefix)] == " ", body
+    assert "(scaling.py, line 12)" in body[-1] and "…" in body[-1]
+
+
+@pytest.mark.slow
+def test_an_export_zip_grades_each_student_and_a_class_of_errors_exits_1(tmp_path):
+    archive = zip_tree(export_folder(tmp_path / "src", flat_second=True), tmp_path / "export.zip",
+                       "assignment_7_export")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(archive), "--out", str(tmp_path / "out"),
+                           "--workers", "2"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lines = list(csv.DictReader((tmp_path / "out" / "grades.csv").open(encoding="utf-8")))
+    assert [(r["name"], r["sid"], r["score"], r["status"]) for r in lines] == [
+        ("Ada Lovelace", "0042", "100.0", "graded"), ("Alan Turing", "0043", "100.0", "graded"),
+        ("Grace Hopper", "0044", "100.0", "graded")]
+    assert "uploaded without their student/ folder" in lines[2]["message"]
+    broken = tmp_path / "not-submissions"
+    broken.mkdir()
+    (broken / "readme.txt").write_text("the wrong folder")
+    (broken / "data.zip").write_bytes(b"not a zip")
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(broken), "--out", str(tmp_path / "out2")],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1 and "could be graded" in proc.stderr, proc.stderr[-2000:]
+    assert len(list(csv.DictReader((tmp_path / "out2" / "grades.csv").open()))) == 2
