@@ -95,6 +95,19 @@ def test_an_export_zips_submissions_keep_their_identity_across_runs(tmp_path):
     assert len({s.location for s in first + again}) == 4   # read from each run's own extraction
 
 
+def test_two_export_zips_of_one_name_and_ruby_tagged_metadata_are_read(tmp_path):
+    exports = []
+    for course in ("a", "b"):
+        export = export_folder(tmp_path / course)
+        (export / "submission_metadata.yml").write_text(METADATA.replace(
+            "submission_102:\n", "submission_102: !ruby/hash:ActiveSupport::HashWithIndifferentAccess\n"))
+        (tmp_path / course / "zips").mkdir()
+        exports.append(zip_tree(export, tmp_path / course / "zips" / "export.zip", "assignment_7_export"))
+    found = submissions.discover(exports, staging=str(tmp_path / "staging"))
+    assert len(found) == 4 and len({s.location for s in found}) == 4
+    assert people(found[:2]) == EXPECTED
+
+
 def test_an_export_zip_with_a_link_is_refused_whole(tmp_path):
     archive = zip_tree(export_folder(tmp_path / "src"), tmp_path / "export.zip", "assignment_7_export")
     with zipfile.ZipFile(archive, "a") as zf:

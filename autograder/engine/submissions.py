@@ -97,7 +97,10 @@ def discover(paths, taken: dict[str, str] | None = None, staging: str | None = N
     staging: a private folder of the batch to extract export zips into (a temporary one when not given).
     """
     def staging_folder() -> str:
-        return staging or tempfile.mkdtemp(prefix="autograder-exports-")
+        if staging is None:
+            return tempfile.mkdtemp(prefix="autograder-exports-")
+        os.makedirs(staging, mode=0o700, exist_ok=True)
+        return staging
 
     found: list[_Found] = []
     for raw in paths:
@@ -128,7 +131,8 @@ def _one_path(path: pathlib.Path, staging_folder) -> list[_Found]:
     if path.is_dir() and (path / METADATA).is_file():
         return _gradescope_export(pathlib.Path(real), lambda child: os.path.join(real, child))
     if path.is_file() and is_export_zip(path):
-        folder = pathlib.Path(staging_folder()) / re.sub(r"[^A-Za-z0-9._-]+", "_", path.name)
+        # A folder of its own: two exports may share a file name.
+        folder = pathlib.Path(tempfile.mkdtemp(prefix="export-", dir=staging_folder())) / "export"
         extract_export(path, folder)
         inner = [c for c in folder.iterdir() if c.is_dir()]
         root = folder if (folder / METADATA).is_file() else inner[0]
@@ -164,8 +168,17 @@ def _gradescope_export(folder: pathlib.Path, source_of) -> list[_Found]:
     source_of(child folder name) -> that submission's identity."""
     import yaml
 
+    class Loader(yaml.SafeLoader):
+        """Safe, and reads a Ruby-tagged node (`!ruby/object:...`, as Rails may write) as plain data."""
+
+    def untagged(loader, _suffix, node):
+        if isinstance(node, yaml.MappingNode):
+            return loader.construct_mapping(node)
+        return loader.construct_sequence(node) if isinstance(node, yaml.SequenceNode) else loader.construct_scalar(node)
+
+    Loader.add_multi_constructor("!", untagged)
     try:
-        metadata = yaml.safe_load((folder / METADATA).read_text(errors="replace")) or {}
+        metadata = yaml.load((folder / METADATA).read_text(errors="replace"), Loader=Loader) or {}
     except yaml.YAMLError:
         metadata = {}
     metadata = metadata if isinstance(metadata, dict) else {}
