@@ -155,15 +155,16 @@ def _not_run_entry(skipped: list[TestOutcome]) -> dict:
         parts = sorted({o.part for o in alike})
         return f"- {count} tests (Part{'s' if len(parts) > 1 else ''} {', '.join(map(str, parts))}): {text}"
 
-    reasons = Counter(reason(o) for o in skipped)
-    lines = [line(text, count) for text, count in reasons.most_common(NOT_RUN_SHOWN)]
-    if len(reasons) > NOT_RUN_SHOWN:
-        lines.append(f"- and {sum(reasons.values()) - sum(c for _, c in reasons.most_common(NOT_RUN_SHOWN))} more")
+    shown = Counter(reason(o) for o in skipped).most_common(NOT_RUN_SHOWN)
+    lines = [line(text, count) for text, count in shown]
+    if len(skipped) > sum(count for _, count in shown):
+        lines.append(f"- and {len(skipped) - sum(count for _, count in shown)} more")
     return {"name": NOT_RUN_TITLE, "output": clip_message("\n".join(lines)), "visibility": "visible"}
 
 
-def gradescope_results(report: Report, extra_output: str = "") -> dict:
-    """The report in Gradescope's results.json schema (also the student's feedback)."""
+def gradescope_results(report: Report, extra_output: str = "", lead: str = "") -> dict:
+    """The report in Gradescope's results.json schema (also the student's feedback); `lead`: what went wrong
+    while grading (a timeout, say), first in the output."""
     tests = [{
         "name": f"Part {o.part} ({PART_TITLES[o.part]}): {o.name}",
         "score": o.score,
@@ -179,7 +180,7 @@ def gradescope_results(report: Report, extra_output: str = "") -> dict:
     summary = "\n".join(_part_lines(report.part_scores)) + ("\n\n" + "\n".join(notes) if notes else "")
     return {
         "score": report.score,
-        "output": summary + (f"\n\n{extra_output}" if extra_output else ""),
+        "output": "\n\n".join(filter(None, [lead, summary, extra_output])),
         "tests": tests,
         "visibility": "visible",
     }

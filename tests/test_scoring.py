@@ -7,6 +7,7 @@ from autograder.otter import gradescope_schema
 from grading_tests import conftest as grading_conftest
 from grading_tests.scoring import (
     MESSAGE_LIMIT,
+    NOT_RUN_SHOWN,
     NOT_RUN_TITLE,
     PART_POINTS,
     PART_USES,
@@ -67,6 +68,19 @@ def test_tests_that_did_not_run_are_one_informational_entry_not_a_status():
     assert entry["output"].splitlines() == ["- 108 tests (Part 6): needs a CUDA GPU",
                                             "- Part 2, test_device: inconclusive on this machine: reads values"]
     assert gradescope_schema.problems(results) == []
+
+
+def test_the_informational_entry_lists_the_commonest_reasons_and_counts_the_rest():
+    skipped = [TestOutcome(f"test_{i}", 2, 1, "skipped", f"reason {i}") for i in range(NOT_RUN_SHOWN + 3)]
+    (entry,) = [t for t in gradescope_results(score_outcomes([*every_part(), *skipped]))["tests"] if "status" not in t]
+    assert len(entry["output"].splitlines()) == NOT_RUN_SHOWN + 1 and entry["output"].endswith("- and 3 more")
+
+
+def test_what_went_wrong_while_grading_leads_the_output():
+    results = gradescope_results(score_outcomes(every_part()), extra_output="Sandbox: isolated.",
+                                 lead="timeout: 1 call(s) timed out: causal_mask")
+    assert results["output"].splitlines()[0] == "timeout: 1 call(s) timed out: causal_mask"
+    assert results["output"].endswith("Sandbox: isolated.") and "Part 1 Scaling: 10 / 10" in results["output"]
 
 
 def test_nothing_not_run_means_no_informational_entry():

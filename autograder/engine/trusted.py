@@ -85,7 +85,7 @@ def grade(control, limits: Limits, plan: isolation.Plan) -> Outcome:
         results = error_results(status, message, report.part_scores, extra_output=feedback_notes(log, plan, flags))
     else:
         lead = "" if status == "graded" and not message else f"{status}: {message}"
-        results = gradescope_results(report, extra_output=feedback_notes(log, plan, flags, lead))
+        results = gradescope_results(report, extra_output=feedback_notes(log, plan, flags), lead=lead)
     return Outcome(status, message, score=report.score, max_score=report.max_score,
                    part_scores={str(p): s for p, s in report.part_scores.items()},
                    part_max={str(p): s for p, s in report.part_max.items()}, results=results,
@@ -127,10 +127,10 @@ def flags_of(log, gateway_flags: list[str]) -> list[str]:
     return flags
 
 
-def feedback_notes(log, plan: isolation.Plan, flags: list[str], lead: str = "") -> str:
+def feedback_notes(log, plan: isolation.Plan, flags: list[str]) -> str:
     from autograder.engine.sanitize import printable
 
-    notes = [lead] if lead else []
+    notes = []
     if log.output_total:
         shown = printable(bytes(log.output[:OUTPUT_SHOWN]).decode("utf-8", "replace"), newlines=True)
         notes.append(f"Your code printed {log.output_total} bytes; the first {len(shown)} characters:\n{shown}")
