@@ -32,6 +32,8 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers", "part(n): the assignment part this test grades")
     config.addinivalue_line("markers", "weight(w): this test's share of its part's points (default 1)")
+    config.addinivalue_line("markers", "second_device: runs student code on a second device (a GPU, or PyTorch's "
+                                       "meta device standing in for one)")
     config.pluginmanager.register(PointsRecorder(config), "attention-points")
     # The assertion text is the whole story (results.json carries only it); full tracebacks
     # would only slow a failing submission down. `--tb=short` still shows them.
@@ -76,6 +78,7 @@ class PointsRecorder:
         return getattr(self, "_marks_by_id", {})
 
     def pytest_collection_modifyitems(self, items):
+        self._position = {item.nodeid: index for index, item in enumerate(items)}   # results keep this order
         self._marks_by_id = {
             item.nodeid: (item.get_closest_marker("part").args[0],
                           (item.get_closest_marker("weight").args[0] if item.get_closest_marker("weight") else 1))
@@ -83,7 +86,9 @@ class PointsRecorder:
         }
 
     def report(self):
-        return score_outcomes(list(self.outcomes.values()))
+        position = getattr(self, "_position", {})
+        ordered = sorted(self.outcomes.items(), key=lambda pair: position.get(pair[0], len(position)))
+        return score_outcomes([outcome for _nodeid, outcome in ordered])
 
     def pytest_sessionfinish(self, session):
         path = self.config.getoption("results_json")

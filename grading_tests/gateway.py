@@ -42,10 +42,10 @@ from typing import Any
 import torch
 
 from autograder.engine import executor
-from autograder.engine.executor import FUNCTIONS, MODULE_CLASS, SDPA_BACKENDS, restricting_sdpa
+from autograder.engine.executor import FUNCTIONS, MODULE_CLASS, SDPA_BACKENDS, restricting_sdpa, vector_jacobian
 
 __all__ = ["FUNCTIONS", "GRADER_ERRORS", "MODULE_CLASS", "SDPA_BACKENDS", "CallOptions", "CallResult", "Gateway",
-           "LocalGateway", "ModuleResult", "ModuleSpec", "StudentError", "restricting_sdpa"]
+           "LocalGateway", "ModuleResult", "ModuleSpec", "StudentError", "restricting_sdpa", "vector_jacobian"]
 
 FUSED_ATTENTION = "scaled_dot_product_attention"
 

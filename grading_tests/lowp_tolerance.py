@@ -33,7 +33,7 @@ import torch.nn.functional as F
 
 from grading_tests import oracle
 from grading_tests.checks import expect_close, run_module
-from grading_tests.gateway import SDPA_BACKENDS, CallOptions, ModuleSpec, restricting_sdpa
+from grading_tests.gateway import SDPA_BACKENDS, CallOptions, ModuleSpec, restricting_sdpa, vector_jacobian
 from grading_tests.tolerance import Tolerance, as_float64, floor_tolerance
 
 RTOL_FLOOR_SCALE = 0.1
@@ -140,8 +140,7 @@ def _run_with_grads(mha, num_heads, inputs: Inputs, dtype, device) -> Outcome:
             forward[key] = forward[key].to(dtype).requires_grad_(True)
     output = mha(state, num_heads, **forward)
     differentiable = {k: forward[k] for k in ("x", "context") if forward[k] is not None} | state
-    grads = torch.autograd.grad(output, list(differentiable.values()), inputs.grad_output.to(output.device,
-                                                                                             output.dtype))
+    grads = vector_jacobian([output], [inputs.grad_output], differentiable.values())
     tensors = {"output": output.detach().cpu()}
     tensors.update({name: g.detach().cpu() for name, g in zip(differentiable, grads, strict=True)})
     return Outcome(tensors)

@@ -110,5 +110,6 @@ def test_inputs_are_not_modified(student):
     expect_unmodified(result, "scaled_scores", ["q", "k"])
 
 
+@pytest.mark.second_device
 def test_works_on_the_inputs_device(student):
     call_placed(student, "scaled_scores", randn(2, 3, 5, seed=24), randn(2, 4, 5, seed=25), shape=(2, 3, 4))

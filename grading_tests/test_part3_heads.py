@@ -131,6 +131,7 @@ def test_keeps_the_dtype(student, dtype):
     expect_dtype(merged, dtype, "merge_heads")
 
 
+@pytest.mark.second_device
 def test_runs_on_the_inputs_device(student):
     call_placed(student, "split_heads", randn(2, 5, 12, seed=237), 3, shape=(2, 3, 5, 4))
     call_placed(student, "merge_heads", randn(2, 3, 5, 4, seed=238), shape=(2, 5, 12))

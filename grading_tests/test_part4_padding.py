@@ -68,6 +68,7 @@ def test_torch_sdpa_accepts_the_expanded_mask_for_any_head_count(student):
     expect_shape(out, (3, 4, 3, 6), "SDPA output with the expanded mask")
 
 
+@pytest.mark.second_device
 def test_runs_on_the_masks_device(student):
     call_placed(student, "expand_padding_mask", oracle.padding([2, 4, 3]), 5, shape=(3, 1, 5, 4))
 

@@ -159,6 +159,7 @@ def test_low_precision_module(student, dtype):
     check_module(student, init_kwargs, state, forward, dtype=dtype)
 
 
+@pytest.mark.second_device
 def test_runs_on_the_inputs_device(student):
     check_placement(student, 700, fused=False)
 

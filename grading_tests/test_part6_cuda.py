@@ -34,6 +34,7 @@ WEIGHT = 6.0 / (len(DTYPES) * len(CASES) * len(PATHS))
 pytestmark = [
     pytest.mark.part(6),
     pytest.mark.weight(WEIGHT),
+    pytest.mark.second_device,
     pytest.mark.skipif(not torch.cuda.is_available(),
                        reason="needs a CUDA GPU; torch.cuda.is_available() is False here"),
 ]

@@ -90,6 +90,7 @@ def test_fused_low_precision(student, dtype):
     check_module(student, init_kwargs, state, forward, fused=True, dtype=dtype)
 
 
+@pytest.mark.second_device
 def test_fused_runs_on_the_inputs_device(student):
     check_placement(student, 930, fused=True)
 

@@ -160,21 +160,24 @@ class FakeSpawner:
         out_read, out_write = os.pipe()
         pid = os.fork()
         if pid == 0:
-            os.setsid()
-            ours.close()
-            theirs.sendall(messages.Ready([]).encode())
-            reader = protocol.FrameReader(theirs)
-            while True:
-                reader.read(None)
-                if self.behaviour == "spin":
-                    while True:
-                        pass
-                time.sleep(float(self.behaviour))
-                theirs.sendall(messages.Failure("ValueError", "answered", []).encode())
+            try:   # a forked copy of pytest: it must never return into the test run
+                os.setsid()
+                ours.close()
+                theirs.sendall(messages.Ready([]).encode())
+                reader = protocol.FrameReader(theirs)
+                while True:
+                    reader.read(None)
+                    if self.behaviour == "spin":
+                        while True:
+                            pass
+                    time.sleep(float(self.behaviour))
+                    theirs.sendall(messages.Failure("ValueError", "answered", []).encode())
+            finally:
+                os._exit(0)
         theirs.close()
         os.close(out_write)
         self.pids.append(pid)
-        return pid, ours, out_read
+        return pid, ours, out_read, True
 
     def reap(self):
         processes.reap(self.pids)

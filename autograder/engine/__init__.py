@@ -1,12 +1,13 @@
 """The grading engine: hidden tests in a trusted process, student code in a sandbox the kernel encloses.
 
 Processes (the shape of a zygote sandbox: a warm template, forked, locked down before untrusted code):
-- batch (the command, batch.py): probes the kernel's isolation layers (isolation.probe), finds
-  submissions, hands them out, writes the gradebook (gradebook.py, text made safe by sanitize.py).
-  It never imports torch.
+- batch (the command, batch.py): probes the kernel's isolation layers (isolation.probe) while the
+  template imports torch, finds submissions, hands them out, writes the gradebook (gradebook.py,
+  chart.py; text made safe by sanitize.py). It never imports torch.
 - template (pool.py): forked before the batch reads anything about the class; imports torch and
-  pytest and warms them up; forks one worker per submission, so a worker that dies costs only its
-  own submission.
+  warms it up; forks one worker per submission, so a worker that dies costs only its own
+  submission. Before the second worker it also loads pytest and torch's meta device, so every
+  later process starts warm.
 - worker (worker.py): unpacks one submission (submissions.py: no links, no bytecode, every oddity
   an error row), forks its trusted process and, on request, sandboxes (the first one before it is
   asked); when a sandbox ends it makes sure nothing of it is left.
@@ -15,7 +16,9 @@ Processes (the shape of a zygote sandbox: a warm template, forked, locked down b
   before a test sees it; has rlimits of its own (limits.py); returns an Outcome (outcome.py).
 - sandbox (sandbox.py): applies the run's plan (isolation.py, kernel.py), imports the student's
   code, answers typed messages (messages.py over protocol.py) by running executor.py; its tripwires
-  (tripwires.py) note escape attempts and tampering for the flags column, never for points.
+  (tripwires.py) note escape attempts and tampering for the flags column, never for points. In
+  the first worker of a run a second sandbox warms up the meta device while the first serves the
+  CPU tests, and takes over at the first call on that device (the engine runs those tests last).
 
 Which layer stops what (isolation.py says how each is applied):
 

@@ -47,15 +47,15 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None)
     os.chmod(sandbox_root, 0o711)   # a sandbox may enter its own folder, never list the others
     trusted_root = tempfile.mkdtemp(prefix="autograder-trusted-")
     exports_root = tempfile.mkdtemp(prefix="autograder-exports-")   # export zips extracted: ours alone (0700)
-    plan = isolation.probe(sandbox_root)
-    template = Template(Settings(limits, plan, sandbox_root, trusted_root))   # before reading the class
+    template = Template(Settings(limits, None, sandbox_root, trusted_root))   # before reading the class
     try:
+        plan = isolation.probe(sandbox_root)   # while the template imports torch
+        template.set_plan(plan)
         out = pathlib.Path(out)
         (out / "results").mkdir(parents=True, exist_ok=True)
         done, taken = gradebook.load_done(out)
         found = submissions.discover(paths, taken, staging=exports_root)
         note = isolation_note(plan, out, list(paths), sorted({s.location for s in found}))
-        gradebook.preload_plotting()   # after the batch's last fork
         rows = [{**done[s.source], **gradebook.identity(s)} for s in found if s.source in done]
         todo = [s for s in found if s.source not in done]
         progress = Progress(len(todo), len(rows), progress_stream)

@@ -20,7 +20,7 @@ from autograder.engine.limits import Limits
 from autograder.engine.messages import Broken, CallRequest, Failure, ModuleRequest, Ready
 from grading_tests.gateway import CallOptions, Gateway, StudentError, module_arguments, run_options
 
-PID = struct.Struct("!q")
+SPAWNED = struct.Struct("!q?")   # a sandbox handed over: its pid, and whether torch's meta device is warm in it
 NOTES_KEPT = 20
 
 
@@ -54,13 +54,15 @@ class Spawner:
         self.control = control
 
     def spawn(self):
+        """(pid, socket, output pipe's read end, whether the meta device is warm in it)."""
         self.control.sendall(b"spawn")
-        message, fds, _flags, _addr = socket.recv_fds(self.control, PID.size, 2)
-        if len(message) != PID.size or len(fds) != 2:
+        message, fds, _flags, _addr = socket.recv_fds(self.control, SPAWNED.size, 2)
+        if len(message) != SPAWNED.size or len(fds) != 2:
             for fd in fds:
                 os.close(fd)
             raise RuntimeError("the grading worker went away")
-        return PID.unpack(message)[0], socket.socket(fileno=fds[0]), fds[1]
+        pid, meta_warm = SPAWNED.unpack(message)
+        return pid, socket.socket(fileno=fds[0]), fds[1], meta_warm
 
 
 class SandboxGateway(Gateway):
@@ -68,6 +70,7 @@ class SandboxGateway(Gateway):
         super().__init__()
         self.spawner, self.limits, self.log = spawner, limits, log
         self.pid = self.sock = self.reader = self.out_fd = None
+        self.meta_warm = False               # whether torch's meta device is warm in the current sandbox
         self.cpu_seen = 0.0                  # the sandbox's CPU time at the end of the last exchange
         self.strikes: dict[str, int] = {}    # timeouts per function
 
@@ -121,6 +124,8 @@ class SandboxGateway(Gateway):
 
     def _request(self, label: str, request, expected):
         self._refuse_if_hopeless(label)
+        if self.sock is not None and not self.meta_warm and uses_meta(request):
+            self._discard()   # a sandbox that has warmed up the meta device is waiting: no student pays for it
         if self.sock is None:
             self._start()
             self._refuse_if_hopeless(label)
@@ -178,7 +183,7 @@ class SandboxGateway(Gateway):
                 self.cpu_seen = now
 
     def _start(self) -> None:
-        self.pid, self.sock, self.out_fd = self.spawner.spawn()
+        self.pid, self.sock, self.out_fd, self.meta_warm = self.spawner.spawn()
         self.cpu_seen = processes.tree_cpu_seconds(self.pid)   # what it did before we asked is not the student's
         self.log.sandboxes += 1
         self.reader = protocol.FrameReader(self.sock, {self.out_fd: self._keep_output})
@@ -226,3 +231,11 @@ class SandboxGateway(Gateway):
 
     def close(self) -> None:
         self._discard()
+
+
+def uses_meta(request) -> bool:
+    """Whether a call runs on torch's meta device: asked to (the call's device), or told to (a device argument)."""
+    if request.device == "meta":
+        return True
+    arguments = [*getattr(request, "args", ()), *getattr(request, "kwargs", {}).values()]
+    return "meta" in (a for a in arguments if isinstance(a, str))   # a device travels as its name

@@ -5,11 +5,13 @@ import os
 import pathlib
 
 
-def atomic_write(path, text: str) -> None:
+def atomic_write(path, content: str | bytes) -> None:
+    """content: text (written as UTF-8) or bytes."""
     path = pathlib.Path(path)
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    binary = isinstance(content, bytes)
+    with open(temporary, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:
+        handle.write(content)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, path)

@@ -18,14 +18,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import pathlib
 import re
 import statistics
-import tempfile
-import threading
 import unicodedata
 
+from autograder.engine import chart
 from autograder.engine.files import atomic_write
 from autograder.engine.outcome import Outcome
 from autograder.engine.sanitize import csv_cell, printable
@@ -133,47 +131,14 @@ def write_csv(out: pathlib.Path, rows: list[dict]) -> None:
     atomic_write(out / "grades.csv", buffer.getvalue())
 
 
-_plotting: threading.Thread | None = None
-
-
-def preload_plotting() -> None:
-    """Import matplotlib in the background while grading runs (the batch process only waits meanwhile).
-    Call after the batch's last fork."""
-    global _plotting
-    if not os.access(os.path.expanduser("~"), os.W_OK):   # a grader without a home (nobody): no cache warning
-        os.environ.setdefault("MPLCONFIGDIR", tempfile.mkdtemp(prefix="autograder-matplotlib-"))
-
-    def load():
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot
-
-    _plotting = threading.Thread(target=load, daemon=True)
-    _plotting.start()
-
-
 def write_summary_png(out: pathlib.Path, rows: list[dict]) -> None:
-    if _plotting is not None:
-        _plotting.join()
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     graded = [r for r in rows if r["status"] != "error"]
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    left.hist([r["score"] for r in rows], bins=range(0, 105, 5), color="#4C72B0", edgecolor="white")
-    left.set(title=f"Scores ({len(rows)} submissions, {len(rows) - len(graded)} errors)", xlabel="score",
-             ylabel="submissions")
-    rates = [100 * sum(r[f"part{p}"] >= PART_POINTS[p] - 1e-6 for r in graded) / max(1, len(graded))
+    rates = [(f"{p}. {PART_TITLES[p]}",
+              100 * sum(r[f"part{p}"] >= PART_POINTS[p] - 1e-6 for r in graded) / max(1, len(graded)))
              for p in PART_POINTS]
-    labels = [f"{p}. {PART_TITLES[p]}" for p in PART_POINTS]
-    right.barh(labels[::-1], rates[::-1], color="#55A868")
-    right.set(title="Full marks per part (% of graded submissions)", xlim=(0, 100))
-    figure.tight_layout()
-    temporary = out / f".summary.png.tmp-{os.getpid()}.png"
-    figure.savefig(temporary, dpi=100)
-    plt.close(figure)
-    os.replace(temporary, out / "summary.png")
+    atomic_write(out / "summary.png", chart.draw([r["score"] for r in rows],
+                                                 f"Scores ({len(rows)} submissions, {len(rows) - len(graded)} errors)",
+                                                 rates, "Full marks per part"))
 
 
 def table(rows: list[dict], limit: int = 20) -> str:

@@ -3,7 +3,7 @@
 The template is forked before the batch reads anything about the class (names, sources,
 earlier scores), so a worker (and every sandbox it forks) holds nothing about other
 students in memory. The batch itself never imports torch: the template does, and warms
-itself up (pytest, torch's common paths), while the batch goes on. One process per
+itself up, while the batch probes the kernel's layers and reads the class. One process per
 submission also means a worker that dies takes only its own submission with it: the
 batch sees the result pipe close without an outcome.
 """
@@ -14,21 +14,22 @@ import signal
 import socket
 import struct
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from autograder.engine import isolation, processes
 from autograder.engine.limits import Limits
 from autograder.engine.outcome import Outcome
 
 PID = struct.Struct("!q")
+PLAN_LENGTH = struct.Struct("!I")
 
 
 @dataclass(frozen=True)
 class Settings:
     limits: Limits
-    plan: isolation.Plan  # the layers every sandbox applies (isolation.probe)
-    sandbox_root: str     # 0711: sandboxes can enter their own folder but list nothing
-    trusted_root: str     # 0700: the trusted processes' scratch space
+    plan: isolation.Plan | None  # the layers every sandbox applies (isolation.probe; Template.set_plan)
+    sandbox_root: str            # 0711: sandboxes can enter their own folder but list nothing
+    trusted_root: str            # 0700: the trusted processes' scratch space
 
 
 @dataclass
@@ -47,7 +48,10 @@ class Job:
 
 
 class Template:
-    """A forked process with torch, pytest and the sandbox's code loaded and warm, and nothing else."""
+    """A forked process with torch, pytest and the sandbox's code loaded and warm, and nothing else.
+
+    It is forked before the kernel's layers are probed (settings.plan is None), so that torch's import and the
+    probe run side by side; set_plan hands it the plan, before the first job."""
 
     def __init__(self, settings: Settings):
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -57,6 +61,10 @@ class Template:
             self.control.close()
             _template_main(theirs, settings, parent)
         theirs.close()
+
+    def set_plan(self, plan: isolation.Plan) -> None:
+        data = plan.to_json().encode()
+        self.control.sendall(PLAN_LENGTH.pack(len(data)) + data)
 
     def start(self, source: str, deadline: float) -> Job:
         read_end, write_end = os.pipe()
@@ -81,18 +89,19 @@ class Template:
 def _template_main(control: socket.socket, settings: Settings, parent: int) -> None:
     code = 0
     try:
-        from autograder.engine import worker  # torch and pytest: in the template, never in the batch
+        from autograder.engine import worker  # torch: in the template, never in the batch
 
         processes.die_with_parent(parent)
         sys.argv[:] = ["autograder-template"]
-        worker.prepare_template(meta=False)   # the first worker starts sooner; its sandboxes warm up themselves
+        settings = replace(settings, plan=isolation.Plan.from_json(_receive_plan(control)))
+        worker.prepare_template(full=False)   # the first worker starts sooner (see prepare_template)
         served = 0
         while True:
             message, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 1)
             if not message or len(fds) != 1:
                 break
             if served:
-                worker.prepare_template()    # the rest, once a second worker is wanted: from then on all start warm
+                worker.prepare_template()    # once a second worker is wanted: from then on all start warm
             served += 1
             source = os.fsdecode(message)
             template = os.getpid()
@@ -108,6 +117,11 @@ def _template_main(control: socket.socket, settings: Settings, parent: int) -> N
         code = 1
     finally:
         os._exit(code)
+
+
+def _receive_plan(control: socket.socket) -> str:
+    (size,) = PLAN_LENGTH.unpack(control.recv(PLAN_LENGTH.size, socket.MSG_WAITALL))
+    return control.recv(size, socket.MSG_WAITALL).decode()
 
 
 def _worker_main(source: str, result_fd: int, settings: Settings, parent: int) -> None:

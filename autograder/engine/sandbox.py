@@ -26,12 +26,14 @@ _SELF = sys.modules[__name__]   # kept: the project's entries of sys.modules are
 PROJECT_PACKAGES = ("student", "grading_tests", "assignment", "autograder", "tests", "benchmarks", "examples")
 
 
-_warm = {"meta": False}
+_warm = {"cpu": False, "meta": False}
 
 
 def warm_up() -> None:
     """Run the torch paths student code typically needs once on the CPU, and the wire, so forked sandboxes
-    start warm."""
+    (and the trusted process) start warm. Once per template."""
+    if _warm["cpu"]:
+        return
     torch.set_num_threads(1)
     q = torch.randn(2, 3, 4, 8, requires_grad=True)
     mask = torch.ones(4, 4, dtype=torch.bool).tril()
@@ -41,12 +43,15 @@ def warm_up() -> None:
     q.transpose(1, 2).reshape(2, 4, 24).view(2, 4, 3, 8).permute(0, 2, 1, 3).contiguous()
     torch.where(mask, scores, torch.zeros(())).sum(-1, keepdim=True)
     out.sum().backward()
-    leaf = torch.ones(3, requires_grad=True)
-    torch.autograd.grad([leaf * 2], [leaf], [torch.ones(3)])   # explicit grad_outputs load torch's symbolic shapes
     torch.einsum("bhld,bhsd->bhls", q.detach().half(), q.detach().half())
     torch.nn.functional.scaled_dot_product_attention(q.double(), q.double(), q.double(), is_causal=True)
     request = messages.CallRequest("scaled_scores", (torch.ones(2, dtype=torch.bfloat16), torch.float16), {})
     messages.decode(protocol.decode(request.encode()[protocol.LENGTH.size:]), *messages.REQUESTS)
+    _warm["cpu"] = True
+
+
+def meta_is_warm() -> bool:
+    return _warm["meta"]
 
 
 def warm_up_meta() -> None:
@@ -119,8 +124,9 @@ def _own_descriptors(sock_fd: int, out_fd: int) -> int:
     return new_sock
 
 
-def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan) -> None:
-    """Body of the forked sandbox process; never returns."""
+def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan, *, warm_meta: bool = True) -> None:
+    """Body of the forked sandbox process; never returns. warm_meta=False skips the meta device's warm-up (a
+    first sandbox serving the CPU tests while another one warms up): student code on meta then pays it once."""
     code = 0
     try:
         processes.die_with_parent(os.getppid())   # the worker
@@ -142,7 +148,8 @@ def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan) -> 
         sys.dont_write_bytecode = True
         sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - for good
         sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - for good
-        warm_up_meta()   # before the tripwires take torch's fingerprint: torch's lazy imports rewrap functions
+        if warm_meta:
+            warm_up_meta()   # under the sandbox's limits, before the submission is imported
         wires = tripwires.Tripwires(submission, [home, *isolation.installation_roots()],
                                     {"executor": executor, "protocol": protocol, "messages": messages,
                                      "sandbox": _SELF})

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
+
 from autograder.engine import isolation
 from autograder.engine.files import atomic_write
 from autograder.engine.limits import Limits, apply_trusted_limits
@@ -24,6 +26,15 @@ TRUSTED_SECONDS = 300.0   # CPU seconds of the suite's own work, beyond the stud
 PYTEST_ARGS = ["-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:logging", "-p", "no:unraisableexception",
                "-p", "no:threadexception", "--assert=plain",
                "--capture=no", "-o", "addopts=", "--tb=line", f"--rootdir={REPO}"]
+
+
+class _SecondDeviceLast:
+    """pytest plugin: the tests that run student code on a second device go last, so the sandbox that warms up
+    the meta device meanwhile (worker.py) is ready when they start. (The results keep the suite's order.)"""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items):
+        items.sort(key=lambda item: item.get_closest_marker("second_device") is not None)
 
 
 class _ReportGrabber:
@@ -55,8 +66,6 @@ def run(control, work_dir: str, limits: Limits, plan: isolation.Plan) -> None:
 
 
 def grade(control, limits: Limits, plan: isolation.Plan) -> Outcome:
-    import pytest
-
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
@@ -73,7 +82,7 @@ def grade(control, limits: Limits, plan: isolation.Plan) -> Outcome:
 
     conftest.set_gateway_factory(factory)
     grabber = _ReportGrabber()
-    exit_code = int(pytest.main([str(GRADING_DIR), *PYTEST_ARGS], plugins=[grabber]))
+    exit_code = int(pytest.main([str(GRADING_DIR), *PYTEST_ARGS], plugins=[grabber, _SecondDeviceLast()]))
     for gateway in gateways:
         gateway.close()
     flags = flags_of(log, [flag for gateway in gateways for flag in gateway.flags])

@@ -11,30 +11,29 @@ subreaper) and empties its scratch folder as the sandbox's own user.
 """
 from __future__ import annotations
 
+import collections
 import os
 import select
 import shutil
 import socket
 import tempfile
 import time
+from dataclasses import dataclass
 
-from autograder.engine import isolation, processes, sandbox, submissions, trusted
-from autograder.engine.client import PID
+from autograder.engine import isolation, processes, sandbox, submissions
+from autograder.engine.client import SPAWNED
 from autograder.engine.outcome import Outcome
 from autograder.engine.pool import Settings
 
-_prepared = False
 
-
-def prepare_template(*, meta: bool = True) -> None:
-    """Import and warm up what every fork needs (once, in the template, before workers are forked).
-    meta=False leaves the meta device's half second for later (sandboxes do it themselves if needed)."""
-    global _prepared
-    if not _prepared:
-        import pytest  # noqa: F401 - the trusted fork's test runner, imported once here
-        sandbox.warm_up()
-        _prepared = True
-    if meta:
+def prepare_template(*, full: bool = True) -> None:
+    """Warm up the template, so that every process forked after it starts warm: torch's common CPU paths, and
+    with full, pytest (the trusted process's runner) and torch's meta device (half a second). The first worker
+    is forked before the full warm-up: its trusted process imports pytest and its second sandbox warms up the
+    meta device, side by side with the first sandbox (_serve)."""
+    sandbox.warm_up()
+    if full:
+        import pytest  # noqa: F401 - the trusted process's test runner
         sandbox.warm_up_meta()
 
 
@@ -43,7 +42,6 @@ def grade_one(source: str, settings: Settings, private_fds=()) -> Outcome:
 
     private_fds: descriptors of the caller that the trusted process must not inherit.
     """
-    prepare_template(meta=False)
     started = time.monotonic()
     private_dir = tempfile.mkdtemp(prefix="sub-", dir=settings.sandbox_root)
     work_dir = tempfile.mkdtemp(prefix="grade-", dir=settings.trusted_root)
@@ -74,11 +72,16 @@ def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fd
     worker = os.getpid()
     pid = os.fork()
     if pid == 0:
-        ours.close()
-        for fd in private_fds:
-            os.close(fd)
-        processes.die_with_parent(worker)
-        trusted.run(theirs, work_dir, settings.limits, settings.plan)
+        try:
+            ours.close()
+            for fd in private_fds:
+                os.close(fd)
+            processes.die_with_parent(worker)
+            from autograder.engine import trusted  # pytest with it: in this process, unless the template had it
+
+            trusted.run(theirs, work_dir, settings.limits, settings.plan)
+        finally:
+            os._exit(1)   # never back into the worker's code (the worker reports the missing result)
     theirs.close()
     deadline = time.monotonic() + settings.limits.budget + settings.limits.grace
     boxes = Boxes(settings, private_dir, pid)
@@ -105,6 +108,20 @@ def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fd
     return Outcome.failed(f"grader error (exit {exit_status}): {tail}")
 
 
+@dataclass
+class Spare:
+    """A forked sandbox not yet handed to the trusted process: its pid, the trusted side's end of its socket,
+    the read end of its output pipe, and whether torch's meta device is already warm in it."""
+    pid: int
+    sock_fd: int
+    out_fd: int
+    meta_warm: bool
+
+    def close_fds(self) -> None:
+        os.close(self.sock_fd)
+        os.close(self.out_fd)
+
+
 class Boxes:
     """The sandboxes of one submission: forked on request, and nothing of them left once they end."""
 
@@ -114,22 +131,25 @@ class Boxes:
         self.live: dict[int, isolation.Box] = {}
         self.count = 0
 
-    def spawn(self, control: socket.socket) -> tuple[int, int, int]:
-        """Fork a sandbox; (its pid, the trusted side's end of its socket, the read end of its output pipe)."""
+    def spawn(self, control: socket.socket, *, warm_meta: bool = True) -> Spare:
+        """Fork a sandbox (warm_meta: it warms up the meta device before it imports the submission)."""
         self.count += 1
         scratch = os.path.join(self.settings.sandbox_root, f"box-{os.getpid()}-{self.count}")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         out_read, out_write = os.pipe()
         child = os.fork()
         if child == 0:
-            control.close()
-            ours.close()
-            os.close(out_read)
-            sandbox.run(theirs.detach(), out_write, self._box(os.getpid(), scratch), self.plan)
+            try:
+                control.close()
+                ours.close()
+                os.close(out_read)
+                sandbox.run(theirs.detach(), out_write, self._box(os.getpid(), scratch), self.plan, warm_meta=warm_meta)
+            finally:
+                os._exit(1)   # never back into the worker's code
         theirs.close()
         os.close(out_write)
         self.live[child] = self._box(child, scratch)
-        return child, ours.detach(), out_read
+        return Spare(child, ours.detach(), out_read, warm_meta or sandbox.meta_is_warm())
 
     def _box(self, pid: int, scratch: str) -> isolation.Box:
         uid = isolation.sandbox_uid(pid) if self.plan.has("uid") else None
@@ -177,10 +197,15 @@ class Boxes:
 def _serve(control, trusted_pid: int, boxes: Boxes, deadline: float) -> tuple[int | None, bool]:
     """Answer spawn requests until the trusted process exits; (its exit status, whether we killed it).
 
-    The first sandbox is started right away, so it locks down, warms up and imports the submission while
-    the trusted process starts pytest; the first request gets it."""
+    The first sandbox is started right away, so it locks down and imports the submission while the trusted
+    process starts pytest; the first request gets it. Where the template has not warmed up torch's meta device
+    (the first submission of a run), that first sandbox skips it (half a second) and a second one is started
+    with it, which warms up the meta device on the other core while the first one serves; it takes over at
+    the first call that needs that device (the engine runs those tests last)."""
     listening = [control]
-    spare = boxes.spawn(control)
+    spares = collections.deque([boxes.spawn(control, warm_meta=False)])
+    if not spares[0].meta_warm:
+        spares.append(boxes.spawn(control))
     try:
         while True:
             status = boxes.reap()
@@ -202,14 +227,11 @@ def _serve(control, trusted_pid: int, boxes: Boxes, deadline: float) -> tuple[in
             if not message:
                 listening = []   # the trusted process is finishing
                 continue
-            child, sock_fd, out_fd = spare if spare is not None else boxes.spawn(control)
-            spare = None
+            handed = spares.popleft() if spares else boxes.spawn(control)
             try:
-                socket.send_fds(control, [PID.pack(child)], [sock_fd, out_fd])
+                socket.send_fds(control, [SPAWNED.pack(handed.pid, handed.meta_warm)], [handed.sock_fd, handed.out_fd])
             finally:
-                os.close(sock_fd)
-                os.close(out_fd)
+                handed.close_fds()
     finally:
-        if spare is not None:
-            os.close(spare[1])
-            os.close(spare[2])
+        for spare in spares:
+            spare.close_fds()

@@ -23,7 +23,7 @@ PYTHON_VERSION = "3.11"
 APT_PACKAGES = (f"python{PYTHON_VERSION}", f"python{PYTHON_VERSION}-venv")
 CPU_INDEX = "--extra-index-url=https://download.pytorch.org/whl/cpu"
 # The import name of each third-party package the grader may import -> its name in requirements.txt.
-DISTRIBUTIONS = {"torch": "torch", "numpy": "numpy", "pytest": "pytest", "yaml": "PyYAML", "matplotlib": "matplotlib"}
+DISTRIBUTIONS = {"torch": "torch", "numpy": "numpy", "pytest": "pytest", "yaml": "PyYAML", "PIL": "pillow"}
 # Needed though no shipped file imports it: torch's NumPy bridge (torch warns on import without it).
 ALSO_NEEDED = ("numpy",)
 # Shipped, but run only by `otter run` on an instructor's machine (which has otter), never in the image.

@@ -1,0 +1,194 @@
+"""What keeps grading one submission fast from a cold start (issue 11's target; benchmarks/bench_grading.py
+measures it), each held here as a property rather than as a time:
+
+- gradients through one scalar are the gradients torch.autograd.grad gives with explicit grad_outputs, bit for
+  bit, and neither they nor the suite's common paths load torch's symbolic-shapes machinery (sympy);
+- the first sandbox serves the CPU tests while a second one warms up the meta device, and takes over at the
+  first call that needs that device: every test that runs student code there is marked second_device (the
+  engine runs those last), and the results keep the suite's order whatever order the tests ran in.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from autograder.engine import messages, processes, protocol
+from autograder.engine.client import SandboxGateway, SessionLog, uses_meta
+from autograder.engine.executor import vector_jacobian
+from autograder.engine.limits import Limits
+from autograder.engine.trusted import _SecondDeviceLast
+from autograder.paths import REPO
+from autograder.samples import write_submission
+from grading_tests.conftest import PointsRecorder
+from grading_tests.gateway import CallOptions, StudentError
+
+PLACEMENT_HELPERS = {"call_placed", "check_placement", "run_module_placed"}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_gradients_through_one_scalar_equal_autograd_grad_bit_for_bit(dtype):
+    generator = torch.Generator().manual_seed(7)
+    x = torch.randn(2, 3, 5, 8, generator=generator).to(dtype).requires_grad_(True)
+    w = torch.randn(8, 8, generator=generator).to(dtype).requires_grad_(True)
+    out = torch.nn.functional.scaled_dot_product_attention(x, x @ w, x, is_causal=True)
+    weights = torch.softmax(x @ w @ x.transpose(-2, -1), dim=-1)
+    upstream = [torch.randn(out.shape, generator=generator).to(dtype), torch.randn(weights.shape, generator=generator)]
+    theirs = torch.autograd.grad([out, weights], [x, w], [g.to(dtype) for g in upstream], retain_graph=True)
+    ours = vector_jacobian([out, weights], upstream, [x, w])
+    assert all(torch.equal(a, b) for a, b in zip(ours, theirs, strict=True))
+
+
+def test_gradients_through_one_scalar_refuse_a_grad_output_of_another_shape():
+    x = torch.ones(2, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"Mismatch in shape: grad_output\[0\] has a shape of \(2, 1\)"):
+        vector_jacobian([x * 2], [torch.ones(2, 1)], [x])   # a product would have broadcast it
+
+
+def test_the_common_grading_paths_leave_torchs_symbolic_shapes_unloaded():
+    """torch.autograd.grad with explicit grad_outputs and torch.broadcast_shapes import sympy (a fifth of a
+    second in every grading process); the engine's warm-up, gradients and the suite's shape helper do not."""
+    probe = (
+        "import sys, torch\n"
+        "from autograder.engine import sandbox\n"
+        "from autograder.engine.executor import vector_jacobian\n"
+        "from grading_tests.test_part2_masking import attention_shapes\n"
+        "sandbox.warm_up()\n"
+        "x = torch.ones(2, 3, requires_grad=True)\n"
+        "vector_jacobian([x * 2], [torch.ones(2, 3)], [x])\n"
+        "attention_shapes(torch.ones(2, 1, 4, 8), torch.ones(3, 5, 8), torch.ones(3, 5, 6))\n"
+        "print('sympy' in sys.modules)\n"
+        "torch.autograd.grad([x * 2], [x], [torch.ones(2, 3)])\n"
+        "print('sympy' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "True"]   # ours leave it out; the explicit form (defence off) loads it
+
+
+def test_every_test_that_runs_student_code_on_the_second_device_is_marked_so():
+    unmarked = []
+    for path in sorted((REPO / "grading_tests").glob("test_*.py")):
+        tree = ast.parse(path.read_text())
+        module_marked = "second_device" in ast.unparse(next((n for n in tree.body if isinstance(n, ast.Assign) and
+                                                            ast.unparse(n.targets[0]) == "pytestmark"), ast.Pass()))
+        for node in tree.body:
+            if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")):
+                continue
+            uses = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & PLACEMENT_HELPERS
+            marked = module_marked or any("second_device" in ast.unparse(d) for d in node.decorator_list)
+            if uses and not marked:
+                unmarked.append(f"{path.name}::{node.name}")
+    assert unmarked == []
+
+
+class _Item:
+    def __init__(self, nodeid: str, second_device: bool = False):
+        self.nodeid, self.second_device = nodeid, second_device
+
+    def get_closest_marker(self, name):
+        return object() if name == "second_device" and self.second_device else None
+
+
+def test_the_engine_runs_second_device_tests_last_in_their_own_order():
+    items = [_Item("a"), _Item("b", True), _Item("c"), _Item("d", True), _Item("e")]
+    _SecondDeviceLast().pytest_collection_modifyitems(items)
+    assert [item.nodeid for item in items] == ["a", "c", "e", "b", "d"]
+
+
+def test_the_points_report_keeps_the_suites_order_whatever_order_the_tests_ran_in():
+    class Marked(_Item):
+        def get_closest_marker(self, name):
+            return type("Mark", (), {"args": (1,)})() if name == "part" else None
+
+    class Report:
+        def __init__(self, nodeid):
+            self.nodeid, self.when, self.skipped, self.failed = nodeid, "call", False, False
+
+    recorder = PointsRecorder(config=None)
+    recorder.pytest_collection_modifyitems([Marked(f"t::test_{name}") for name in "abcd"])
+    for name in "cadb":   # the order they ran in
+        recorder.pytest_runtest_logreport(Report(f"t::test_{name}"))
+    assert [outcome.name for outcome in recorder.report().tests] == [f"test_{name}" for name in "abcd"]
+
+
+@pytest.mark.parametrize(("request_", "expected"), [
+    (messages.CallRequest("scaled_scores", (torch.ones(2),), {}), False),
+    (messages.CallRequest("scaled_scores", (torch.ones(2),), {}, device="meta"), True),
+    (messages.CallRequest("causal_mask", (3, 5), {"device": "meta"}), True),
+    (messages.CallRequest("padding_mask", ([2, 4], 5, "meta"), {}), True),
+    (messages.CallRequest("causal_mask", (3, 5), {"device": "cpu"}), False),
+    (messages.ModuleRequest({"d_model": 8}, device="meta"), True),
+    (messages.ModuleRequest({"d_model": 8}), False),
+], ids=["cpu", "meta-inputs", "meta-argument", "meta-positional", "cpu-argument", "module-meta", "module-cpu"])
+def test_a_call_uses_the_meta_device_when_asked_to_or_told_to(request_, expected):
+    assert uses_meta(request_) is expected
+
+
+class NumberedSpawner:
+    """Stand-ins for sandboxes: the n-th answers every call with ValueError("sandbox n"); the first says its
+    meta device is cold, the later ones that theirs is warm."""
+
+    def __init__(self):
+        self.pids: list[int] = []
+
+    def spawn(self):
+        number = len(self.pids) + 1
+        ours, theirs = socket.socketpair()
+        out_read, out_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:   # a forked copy of pytest: it must never return into the test run
+                ours.close()
+                theirs.sendall(messages.Ready([]).encode())
+                reader = protocol.FrameReader(theirs)
+                while True:
+                    reader.read(None)
+                    theirs.sendall(messages.Failure("ValueError", f"sandbox {number}", []).encode())
+            finally:
+                os._exit(0)
+        theirs.close()
+        os.close(out_write)
+        self.pids.append(pid)
+        return pid, ours, out_read, number > 1
+
+
+def test_the_gateway_moves_to_a_meta_warm_sandbox_at_the_first_meta_call_and_stays():
+    spawner = NumberedSpawner()
+    gateway = SandboxGateway(spawner, Limits(), SessionLog())
+
+    def answered_by(device="cpu", **kwargs):
+        with pytest.raises(StudentError) as raised:
+            gateway.call("causal_mask", (3, 5), kwargs, CallOptions(device=device))
+        return raised.value.message
+
+    try:
+        answers = [answered_by(), answered_by(), answered_by(device="meta"), answered_by(),
+                   answered_by(device="meta"), answered_by()]
+    finally:
+        gateway.close()
+        processes.reap(spawner.pids)
+    assert answers == ["sandbox 1", "sandbox 1", "sandbox 2", "sandbox 2", "sandbox 2", "sandbox 2"]
+    assert gateway.log.crashes == [] and gateway.log.sandboxes == 2   # a move, not a crash
+
+
+@pytest.mark.slow
+def test_the_results_list_the_tests_in_the_suites_order(tmp_path):
+    """Graded by the engine (second-device tests run last), the reference's results follow the suite."""
+    source = write_submission(tmp_path / "reference", solution=True)
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(source), "--out", str(out)],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (result,) = (out / "results").glob("*.json")
+    listed = [test["name"].split(": ", 1)[1] for test in json.loads(result.read_text())["tests"] if "status" in test]
+    collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                                "grading_tests"], cwd=REPO, capture_output=True, text=True, timeout=300).stdout
+    suite = [line.split("::", 1)[1] for line in collected.splitlines() if "::" in line]
+    assert listed == [name for name in suite if name in set(listed)]
+    assert any("device" in name for name in listed)   # the second-device tests are among them
