@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import ast
 import json
-import os
-import socket
 import subprocess
 import sys
 
 import pytest
 import torch
 
-from autograder.engine import messages, processes, protocol
+from autograder.engine import messages
 from autograder.engine.client import SandboxGateway, SessionLog, uses_meta
 from autograder.engine.executor import vector_jacobian
 from autograder.engine.limits import Limits
@@ -28,6 +26,7 @@ from autograder.paths import REPO
 from autograder.samples import write_submission
 from grading_tests.conftest import PointsRecorder
 from grading_tests.gateway import CallOptions, StudentError
+from tests.fake_sandbox import FakeSpawner
 
 PLACEMENT_HELPERS = {"call_placed", "check_placement", "run_module_placed"}
 
@@ -130,36 +129,8 @@ def test_a_call_uses_the_meta_device_when_asked_to_or_told_to(request_, expected
     assert uses_meta(request_) is expected
 
 
-class NumberedSpawner:
-    """Stand-ins for sandboxes: the n-th answers every call with ValueError("sandbox n"); the first says its
-    meta device is cold, the later ones that theirs is warm."""
-
-    def __init__(self):
-        self.pids: list[int] = []
-
-    def spawn(self):
-        number = len(self.pids) + 1
-        ours, theirs = socket.socketpair()
-        out_read, out_write = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:   # a forked copy of pytest: it must never return into the test run
-                ours.close()
-                theirs.sendall(messages.Ready([]).encode())
-                reader = protocol.FrameReader(theirs)
-                while True:
-                    reader.read(None)
-                    theirs.sendall(messages.Failure("ValueError", f"sandbox {number}", []).encode())
-            finally:
-                os._exit(0)
-        theirs.close()
-        os.close(out_write)
-        self.pids.append(pid)
-        return pid, ours, out_read, number > 1
-
-
 def test_the_gateway_moves_to_a_meta_warm_sandbox_at_the_first_meta_call_and_stays():
-    spawner = NumberedSpawner()
+    spawner = FakeSpawner(meta_warm_from=2)   # the first has a cold meta device, the next ones a warm one
     gateway = SandboxGateway(spawner, Limits(), SessionLog())
 
     def answered_by(device="cpu", **kwargs):
@@ -172,7 +143,7 @@ def test_the_gateway_moves_to_a_meta_warm_sandbox_at_the_first_meta_call_and_sta
                    answered_by(device="meta"), answered_by()]
     finally:
         gateway.close()
-        processes.reap(spawner.pids)
+        spawner.reap()
     assert answers == ["sandbox 1", "sandbox 1", "sandbox 2", "sandbox 2", "sandbox 2", "sandbox 2"]
     assert gateway.log.crashes == [] and gateway.log.sandboxes == 2   # a move, not a crash
 

@@ -10,7 +10,6 @@ import ctypes
 import os
 import platform
 import shutil
-import socket
 import struct
 import subprocess
 import sys
@@ -20,12 +19,13 @@ import time
 import pytest
 
 from autograder.adversarial import read_rows
-from autograder.engine import isolation, messages, processes, protocol
+from autograder.engine import isolation, processes
 from autograder.engine.client import SandboxGateway, SessionLog
 from autograder.engine.limits import Limits
 from autograder.paths import REPO
 from autograder.samples import write_submission
 from grading_tests.gateway import StudentError
+from tests.fake_sandbox import FakeSpawner
 
 as_root = pytest.mark.skipif(not isolation.privileged(), reason="needs root")
 x86_64 = pytest.mark.skipif(platform.machine() != "x86_64", reason="the seccomp filter below is written for x86_64")
@@ -147,42 +147,6 @@ def test_removing_through_a_swapped_parent_deletes_roots_files_only_when_done_as
 
 # ---------------------------------------------------------------- limits in CPU time, not wall-clock time
 
-class FakeSpawner:
-    """Hands the gateway a forked stand-in for a sandbox: it says Ready, then answers each request after
-    `sleep` seconds of sleeping (no CPU) or spins forever (spin)."""
-
-    def __init__(self, behaviour: str):
-        self.behaviour = behaviour
-        self.pids = []
-
-    def spawn(self):
-        ours, theirs = socket.socketpair()
-        out_read, out_write = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:   # a forked copy of pytest: it must never return into the test run
-                os.setsid()
-                ours.close()
-                theirs.sendall(messages.Ready([]).encode())
-                reader = protocol.FrameReader(theirs)
-                while True:
-                    reader.read(None)
-                    if self.behaviour == "spin":
-                        while True:
-                            pass
-                    time.sleep(float(self.behaviour))
-                    theirs.sendall(messages.Failure("ValueError", "answered", []).encode())
-            finally:
-                os._exit(0)
-        theirs.close()
-        os.close(out_write)
-        self.pids.append(pid)
-        return pid, ours, out_read, True
-
-    def reap(self):
-        processes.reap(self.pids)
-
-
 def timed_call(behaviour: str, limits: Limits) -> tuple[StudentError, float]:
     spawner = FakeSpawner(behaviour)
     gateway = SandboxGateway(spawner, limits, SessionLog())
@@ -199,7 +163,7 @@ def timed_call(behaviour: str, limits: Limits) -> tuple[StudentError, float]:
 def test_a_call_that_waits_without_computing_is_not_timed_out_by_its_cpu_limit():
     """A loaded machine looks, from the sandbox, like time passing without CPU: the call still answers."""
     error, _seconds = timed_call("1.5", Limits(call_timeout=0.5, wall_factor=10))
-    assert (error.type_name, error.message) == ("ValueError", "answered")
+    assert (error.type_name, error.message) == ("ValueError", "sandbox 1")
 
 
 def test_timed_by_the_wall_clock_the_same_call_would_have_failed():

@@ -1,0 +1,45 @@
+"""Forked stand-ins for sandboxes, handed to SandboxGateway in place of the worker's Spawner."""
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+from autograder.engine import messages, processes, protocol
+
+
+class FakeSpawner:
+    """The n-th stand-in (n from 1) says Ready, then answers each request with ValueError("sandbox n") after
+    `behaviour` seconds of sleeping (no CPU), or spins forever ("spin"). Those from number meta_warm_from on
+    say that torch's meta device is warm in them."""
+
+    def __init__(self, behaviour: str = "0", meta_warm_from: int = 1):
+        self.behaviour, self.meta_warm_from = behaviour, meta_warm_from
+        self.pids: list[int] = []
+
+    def spawn(self):
+        number = len(self.pids) + 1
+        ours, theirs = socket.socketpair()
+        out_read, out_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:   # a forked copy of pytest: it must never return into the test run
+                os.setsid()
+                ours.close()
+                theirs.sendall(messages.Ready([]).encode())
+                reader = protocol.FrameReader(theirs)
+                while True:
+                    reader.read(None)
+                    while self.behaviour == "spin":
+                        pass
+                    time.sleep(float(self.behaviour))
+                    theirs.sendall(messages.Failure("ValueError", f"sandbox {number}", []).encode())
+            finally:
+                os._exit(0)
+        theirs.close()
+        os.close(out_write)
+        self.pids.append(pid)
+        return pid, ours, out_read, number >= self.meta_warm_from
+
+    def reap(self):
+        processes.reap(self.pids)
