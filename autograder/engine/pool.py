@@ -48,7 +48,8 @@ class Job:
 
 
 class Template:
-    """A forked process with torch, pytest and the sandbox's code loaded and warm, and nothing else.
+    """A forked process with torch and the sandbox's code loaded and warm (pytest and torch's meta device too,
+    once a second worker is wanted), and nothing else.
 
     It is forked before the kernel's layers are probed (settings.plan is None), so that torch's import and the
     probe run side by side; set_plan hands it the plan, before the first job."""

@@ -33,7 +33,7 @@ def prepare_template(*, full: bool = True) -> None:
     meta device, side by side with the first sandbox (_serve)."""
     sandbox.warm_up()
     if full:
-        import pytest  # noqa: F401 - the trusted process's test runner
+        from autograder.engine import trusted  # noqa: F401 - the trusted process's code, pytest with it
         sandbox.warm_up_meta()
 
 
