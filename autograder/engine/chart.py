@@ -18,9 +18,9 @@ BIN_WIDTH = 5                               # score points per histogram bin; 10
 INK, GRID, SCORES_COLOUR, PARTS_COLOUR = "#222222", "#E2E2E2", "#4C72B0", "#55A868"
 
 
-def histogram(scores: list[float], maximum: float = 100.0) -> list[int]:
+def histogram(scores: list[float]) -> list[int]:
     """Counts per bin of BIN_WIDTH points, [0, 5), [5, 10), ..., [95, 100]."""
-    bins = int(maximum // BIN_WIDTH)
+    bins = 100 // BIN_WIDTH
     counts = [0] * bins
     for score in scores:
         counts[min(bins - 1, max(0, int(score // BIN_WIDTH)))] += 1
@@ -48,6 +48,21 @@ def draw(scores: list[float], score_title: str, part_rates: list[tuple[str, floa
     return buffer.getvalue()
 
 
+def _frame(canvas, font, title_font, x_range: tuple[int, int], x_label: str, title: str, *, grid: bool) -> None:
+    """A panel's axes, drawn before its data: 0 to 100 along x (grid lines up the panel, or tick marks below
+    it), its labels and title. Data stays off the axis lines (x > left, y < PANEL_BOTTOM)."""
+    left, right = x_range
+    for value in range(0, 101, 20):
+        x = left + (right - left) * value / 100
+        canvas.line([(x, PANEL_TOP if grid else PANEL_BOTTOM), (x, PANEL_BOTTOM + (0 if grid else 4))],
+                    fill=GRID if grid else INK)
+        canvas.text((x, PANEL_BOTTOM + 7), str(value), font=font, fill=INK, anchor="mt")
+    canvas.line([(left, PANEL_BOTTOM), (right, PANEL_BOTTOM)], fill=INK)
+    canvas.line([(left, PANEL_TOP), (left, PANEL_BOTTOM)], fill=INK)
+    canvas.text(((left + right) / 2, PANEL_BOTTOM + 28), x_label, font=font, fill=INK, anchor="mt")
+    canvas.text(((left + right) / 2, PANEL_TOP - 22), title, font=title_font, fill=INK, anchor="mb")
+
+
 def _histogram_panel(canvas, font, title_font, counts: list[int], title: str) -> None:
     left, right = HISTOGRAM_X
     ticks = count_ticks(max(counts))
@@ -56,43 +71,30 @@ def _histogram_panel(canvas, font, title_font, counts: list[int], title: str) ->
     def y(count: float) -> float:
         return PANEL_BOTTOM - (PANEL_BOTTOM - PANEL_TOP) * count / top_count
 
-    for tick in ticks:   # horizontal grid and count labels
-        canvas.line([(left, y(tick)), (right, y(tick))], fill=GRID)
+    _frame(canvas, font, title_font, HISTOGRAM_X, "score", title, grid=False)
+    for tick in ticks[1:]:   # horizontal grid and count labels
+        canvas.line([(left + 1, y(tick)), (right, y(tick))], fill=GRID)
+    for tick in ticks:
         canvas.text((left - 8, y(tick)), str(tick), font=font, fill=INK, anchor="rm")
     width = (right - left) / len(counts)
     for index, count in enumerate(counts):
         if count:
-            canvas.rectangle([left + index * width + 1, y(count), left + (index + 1) * width - 1, PANEL_BOTTOM],
+            canvas.rectangle([left + index * width + 1, y(count), left + (index + 1) * width - 1, PANEL_BOTTOM - 1],
                              fill=SCORES_COLOUR)
-    for score in range(0, 101, 20):   # score axis
-        x = left + (right - left) * score / 100
-        canvas.line([(x, PANEL_BOTTOM), (x, PANEL_BOTTOM + 4)], fill=INK)
-        canvas.text((x, PANEL_BOTTOM + 7), str(score), font=font, fill=INK, anchor="mt")
-    canvas.line([(left, PANEL_BOTTOM), (right, PANEL_BOTTOM)], fill=INK)
-    canvas.line([(left, PANEL_TOP), (left, PANEL_BOTTOM)], fill=INK)
-    canvas.text(((left + right) / 2, PANEL_BOTTOM + 28), "score", font=font, fill=INK, anchor="mt")
     canvas.text((left - 40, PANEL_TOP - 8), "submissions", font=font, fill=INK, anchor="lb")
-    canvas.text(((left + right) / 2, PANEL_TOP - 22), title, font=title_font, fill=INK, anchor="mb")
 
 
 def _parts_panel(canvas, font, title_font, rates: list[tuple[str, float]], title: str) -> None:
     left, right = BARS_X
     row = (PANEL_BOTTOM - PANEL_TOP) / max(1, len(rates))
-    for percent in range(0, 101, 20):
-        x = left + (right - left) * percent / 100
-        canvas.line([(x, PANEL_TOP), (x, PANEL_BOTTOM)], fill=GRID)
-        canvas.text((x, PANEL_BOTTOM + 7), str(percent), font=font, fill=INK, anchor="mt")
+    _frame(canvas, font, title_font, BARS_X, "% of graded submissions", title, grid=True)
     for index, (name, percent) in enumerate(rates):
         middle = PANEL_TOP + row * (index + 0.5)
         length = (right - left) * max(0.0, min(100.0, percent)) / 100
         if length:
-            canvas.rectangle([left, middle - row * 0.35, left + length, middle + row * 0.35], fill=PARTS_COLOUR)
+            canvas.rectangle([left + 1, middle - row * 0.35, left + length, middle + row * 0.35], fill=PARTS_COLOUR)
         canvas.text((left - 8, middle), name, font=font, fill=INK, anchor="rm")
         shown = f"{percent:.0f}%"
         inside = length > 45
         canvas.text((left + length + (-6 if inside else 6), middle), shown, font=font,
                     fill="white" if inside else INK, anchor="rm" if inside else "lm")
-    canvas.line([(left, PANEL_BOTTOM), (right, PANEL_BOTTOM)], fill=INK)
-    canvas.line([(left, PANEL_TOP), (left, PANEL_BOTTOM)], fill=INK)
-    canvas.text(((left + right) / 2, PANEL_BOTTOM + 28), "% of graded submissions", font=font, fill=INK, anchor="mt")
-    canvas.text(((left + right) / 2, PANEL_TOP - 22), title, font=title_font, fill=INK, anchor="mb")
