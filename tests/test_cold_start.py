@@ -10,7 +10,6 @@ measures it), each held here as a property rather than as a time:
 from __future__ import annotations
 
 import ast
-import json
 import subprocess
 import sys
 
@@ -23,7 +22,6 @@ from autograder.engine.executor import vector_jacobian
 from autograder.engine.limits import Limits
 from autograder.engine.trusted import _SecondDeviceLast
 from autograder.paths import REPO
-from autograder.samples import write_submission
 from grading_tests.conftest import PointsRecorder
 from grading_tests.gateway import CallOptions, StudentError
 from tests.fake_sandbox import FakeSpawner
@@ -149,15 +147,9 @@ def test_the_gateway_moves_to_a_meta_warm_sandbox_at_the_first_meta_call_and_sta
 
 
 @pytest.mark.slow
-def test_the_results_list_the_tests_in_the_suites_order(tmp_path):
+def test_the_results_list_the_tests_in_the_suites_order(graded_zoo):
     """Graded by the engine (second-device tests run last), the reference's results follow the suite."""
-    source = write_submission(tmp_path / "reference", solution=True)
-    out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(source), "--out", str(out)],
-                          cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    (result,) = (out / "results").glob("*.json")
-    listed = [test["name"].split(": ", 1)[1] for test in json.loads(result.read_text())["tests"] if "status" in test]
+    listed = [test["name"].split(": ", 1)[1] for test in graded_zoo.results["reference"]["tests"] if "status" in test]
     collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                                 "grading_tests"], cwd=REPO, capture_output=True, text=True, timeout=300).stdout
     suite = [line.split("::", 1)[1] for line in collected.splitlines() if "::" in line]
