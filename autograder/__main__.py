@@ -10,7 +10,8 @@ COMMANDS = {
     "build": ("autograder.build_cli", "build dist/: student notebook, handout zip, Gradescope autograder.zip"),
     "selfcheck": ("autograder.selfcheck", "build everything and verify the grader end to end"),
     "zoo-report": ("autograder.zoo_report", "what each bug of the zoo costs, inside and outside its part"),
-    "stubs": ("autograder.stubs", "regenerate student/ stubs from assignment/reference/"),
+    "spec": ("assignment.spec", "print the parts and settings of assignment/assignment.toml, with their meanings"),
+    "generate": ("autograder.derived", "rewrite what assignment/assignment.toml and the reference derive (stubs, ...)"),
     "examples": ("autograder.examples", "write a small example class of submissions to grade (out/example-class)"),
 }
 
@@ -26,8 +27,16 @@ def main(argv=None) -> int:
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         print(usage(), file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
-    module = importlib.import_module(COMMANDS[argv[0]][0])
-    return module.main(argv[1:])
+    try:
+        module = importlib.import_module(COMMANDS[argv[0]][0])
+        return module.main(argv[1:])
+    except ValueError as error:
+        # The spec is read as the commands' modules load (assignment.spec may fail to import): an instructor's
+        # edit of assignment/assignment.toml gets what is wrong, not a traceback.
+        if type(error).__qualname__ != "SpecError" or type(error).__module__ != "assignment.spec":
+            raise
+        print(f"{argv[0]}: the assignment's declaration cannot be used: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

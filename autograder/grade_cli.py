@@ -1,9 +1,10 @@
-"""python -m autograder grade PATH... --out DIR [--workers N] [--timeout S] [--budget S] [--memory-gb G]
+"""python -m autograder grade PATH... --out DIR [--workers N] [--timeout S] [--budget S] [--memory-gb G] [--keep DIR]
 
 Grades submissions (folders or zips holding student/, folders of them, or a Gradescope
 export: its folder, its zip, or the folder holding either) with the hidden suite, each in its
 own sandbox, into DIR: grades.csv (one row per student), results/<submission>.json (Gradescope
-schema) and summary.png. Run it again with the same --out to finish an interrupted run.
+schema) and summary.png. Run it again with the same --out to finish an interrupted run. The limits
+default to the spec's settings (assignment/assignment.toml).
 
 Exit status: 0 when at least one submission was graded; 1 when every row is an error (nothing
 could be graded: most likely the wrong folder was given); 2 for a missing path or an export zip
@@ -34,6 +35,9 @@ def parser() -> argparse.ArgumentParser:
                    help=f"CPU seconds of student code per submission (default {defaults.budget:g})")
     p.add_argument("--memory-gb", type=float, default=defaults.memory_bytes / 2**30,
                    help=f"address-space limit of a sandbox in GiB (default {defaults.memory_bytes / 2**30:g})")
+    p.add_argument("--keep", metavar="DIR", default=None,
+                   help="keep, per submission, its trusted-side pytest log and its sandboxes' output in DIR/<name>/ "
+                        "(a grader error row names the file)")
     return p
 
 
@@ -45,7 +49,7 @@ def main(argv=None) -> int:
     limits = Limits(call_timeout=args.timeout, budget=args.budget, memory_bytes=int(args.memory_gb * 2**30))
     from autograder.engine import batch, gradebook, submissions
     try:
-        rows, note = batch.grade_all(args.paths, args.out, workers=args.workers, limits=limits)
+        rows, note = batch.grade_all(args.paths, args.out, workers=args.workers, limits=limits, keep=args.keep)
     except FileNotFoundError as error:
         print(f"grade: {error}", file=sys.stderr)
         return 2

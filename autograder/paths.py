@@ -9,3 +9,4 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 GRADING_DIR = REPO / "grading_tests"
 REFERENCE_DIR = REPO / "assignment" / "reference"
 STUDENT_DIR = REPO / "student"
+MASTER_NOTEBOOK = REPO / "assignment" / "notebook" / "attention.ipynb"

@@ -1,14 +1,19 @@
 """python -m autograder selfcheck [--out DIR] [--quick] [--workers N]
 
-Builds everything (as `python -m autograder build`) and verifies the grader end to end. All
-submissions are graded in one batch by the engine shipped in dist/autograder.zip (unpacked, so
-the artefact itself is what is checked), and each must meet its expectation:
+First finds what an instructor may have got wrong (autograder/consistency.py: the spec, the derived files,
+the reference against the spec, the hidden suite against the spec) and stops there, naming each file to
+fix. Then builds everything (as `python -m autograder build`) and checks what students receive and the
+grader end to end. All submissions are graded in one batch by the engine shipped in dist/autograder.zip
+(unpacked, so the artefact itself is what is checked), and each must meet its expectation:
 
-    reference              scores 100
+    the handout            holds nothing hidden (autograder.otter.leaks), and neither it nor the student
+                           notebook names a part the spec does not declare
+    the public checks      of the unpacked handout: every one fails on the stubs, passes on the reference
+    reference              scores 100 (else: which tests fail, why, and the files to look at)
     stubs                  score 0
-    every bug of the zoo   loses points in its own part (autograder/zoo/bugs.py)
+    every bug of the zoo   loses points in its own part (autograder/zoo/bugs.py; bugs of parts the spec
+                           does not declare are left out)
     every correct variant  scores 100 (autograder/zoo/variants.py)
-    the handout            holds nothing hidden (autograder.otter.leaks)
     the adversarial zoo    each hostile submission graded as autograder/adversarial expects
                            (when this checkout has it; this checkout's engine, its own batch)
 
@@ -29,18 +34,20 @@ import time
 import zipfile
 from dataclasses import dataclass
 
-from autograder import build_cli
+from assignment.spec import SPEC
+from autograder import build_cli, consistency, handout_check
 from autograder.otter import engine_bridge, leaks, packaging
 from autograder.paths import REPO
 from autograder.samples import write_submission
+from autograder.scoring import PART_POINTS
+from autograder.zoo import fresh
 from autograder.zoo.bugs import BUGS
 from autograder.zoo.variants import VARIANTS
-from grading_tests.scoring import PART_POINTS
 
 DEFAULT_OUT = REPO / "out" / "selfcheck"
 # The sub-folders of --out this command owns (and empties first, so no stale result is reused).
 OWNED = ("dist", "autograder-source", "submissions", "grades", "adversarial", "adversarial-markers",
-         "adversarial-grades")
+         "adversarial-grades", "handout")
 FULL_MARKS = 100.0
 
 
@@ -63,12 +70,12 @@ class Verdict:
 
 
 def cases(quick: bool = False) -> list[Case]:
-    bugs, variants = BUGS, VARIANTS
+    bugs, variants = [bug for bug in fresh(BUGS) if bug.part in SPEC.numbers], fresh(VARIANTS)
     if quick:
         first_per_part = {}
-        for bug in BUGS:
+        for bug in bugs:
             first_per_part.setdefault(bug.part, bug)
-        bugs, variants = list(first_per_part.values()), VARIANTS[:1]
+        bugs, variants = list(first_per_part.values()), variants[:1]
     return ([Case("reference", "reference", {}), Case("stubs", "stubs", None)]
             + [Case(f"bug-{b.name}", "bug", b.overrides, b.part) for b in bugs]
             + [Case(f"variant-{v.name}", "variant", v.overrides) for v in variants])
@@ -83,7 +90,8 @@ def judge(case: Case, results: dict | None) -> Verdict:
     if status != "graded":
         return Verdict(case.name, case.kind, "graded", f"{status}: {row.get('message', '')}", False)
     if case.kind in ("reference", "variant"):
-        return Verdict(case.name, case.kind, "100", f"{score:g}", score == FULL_MARKS)
+        got = f"{score:g}" + ("" if score == FULL_MARKS else f"; {failures(results)}")
+        return Verdict(case.name, case.kind, "100", got, score == FULL_MARKS)
     if case.kind == "stubs":
         return Verdict(case.name, case.kind, "0", f"{score:g}", score == 0.0)
     # A bug must cost points in the part it lives in, not merely somewhere (a missing column: not lost).
@@ -92,6 +100,20 @@ def judge(case: Case, results: dict | None) -> Verdict:
     ok = got < most and score < FULL_MARKS
     return Verdict(case.name, case.kind, f"part {case.part} < {most:g}",
                    f"part {case.part}: {got:g}; total {score:g}", ok)
+
+
+def failures(results: dict, shown: int = 3) -> str:
+    """The tests a submission failed, with their messages and the files to look at."""
+    failed = [test for test in results.get("tests", []) if test.get("status") == "failed"]
+    lines = []
+    for test in failed[:shown]:
+        name = test["name"].split(": ", 1)[-1]
+        part = test["name"].split()[1] if test["name"].startswith("Part ") else "?"
+        module = SPEC.part(int(part)).module if part.isdigit() and int(part) in SPEC.numbers else "?"
+        lines.append(f"{name} failed ({test.get('output', '')[:160]}): look at grading_tests/test_part{part}_*.py "
+                     f"and assignment/reference/{module}.py")
+    more = f"; and {len(failed) - shown} more" if len(failed) > shown else ""
+    return "; ".join(lines) + more
 
 
 def check_handout(handout: pathlib.Path) -> Verdict:
@@ -163,18 +185,24 @@ def selfcheck(out: pathlib.Path = DEFAULT_OUT, *, quick: bool = False, workers: 
     out = pathlib.Path(out).resolve()
     for name in OWNED:
         shutil.rmtree(out / name, ignore_errors=True)
+    found = consistency.problems()
+    if found:   # nothing is graded against a declaration that contradicts itself
+        return [Verdict(problem.where, "instructor", "consistent", problem.what, False) for problem in found]
     try:
         built = build_cli.build(out / "dist") if dist is None else build_cli.existing(dist)
     except packaging.BuildError as error:
         return [Verdict("build", "build", "succeeds", str(error).splitlines()[0], False)]
-    verdicts = [check_handout(built.handout)]
+    verdicts = [check_handout(built.handout),
+                *(Verdict(*found) for found in handout_check.student_view_verdicts(built.handout, built.notebook))]
+    public = handout_check.start_public_checks(built.handout, out / "handout")   # beside the grading
+    graded = []
     try:
-        verdicts += grade_cases(cases(quick) if chosen is None else chosen, built.autograder, out, workers)
+        graded += grade_cases(cases(quick) if chosen is None else chosen, built.autograder, out, workers)
         if not quick and chosen is None:
-            verdicts += adversarial_verdicts(out, workers)
+            graded += adversarial_verdicts(out, workers)
     except engine_bridge.GradingFailed as error:
-        verdicts.append(Verdict("batch", "engine", "runs", str(error).splitlines()[0], False))
-    return verdicts
+        graded.append(Verdict("batch", "engine", "runs", str(error).splitlines()[0], False))
+    return [*verdicts, *(Verdict(*found) for found in handout_check.public_check_verdicts(public)), *graded]
 
 
 def render(verdicts: list[Verdict]) -> str:

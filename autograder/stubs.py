@@ -1,19 +1,34 @@
-"""Write the student stubs from the reference solution, so the two cannot drift.
+"""The student stubs, made from the reference solution so the two cannot drift.
 
 The reference modules in assignment/reference/ mark each graded body with
-`# BEGIN SOLUTION` ... `# END SOLUTION`. A stub is the same file with every such
-block replaced by `raise NotImplementedError("Part N: <name> is not implemented yet")`:
-same names, signatures, docstrings and imports.
+`# BEGIN SOLUTION` ... `# END SOLUTION`. A stub is the same file with every such block
+replaced by `raise NotImplementedError("Part N: <name> is not implemented yet")`, N the part the
+function belongs to in the spec: same names, signatures, docstrings and imports. A block in a
+function that no part of the spec grades (a part the course dropped) is handed out as given code:
+its body is kept and only the markers go. `python -m autograder generate` writes the stubs with
+the rest of what the spec derives (autograder/derived.py).
 """
+from __future__ import annotations
+
 import ast
-import pathlib
-import sys
+from dataclasses import dataclass
 
-from autograder.paths import REFERENCE_DIR, STUDENT_DIR
-from student.parts import part_of
+from assignment.spec import SPEC, Spec
+from autograder.paths import REFERENCE_DIR
 
-GRADED_MODULES = ("scaling.py", "masking.py", "heads.py", "padding.py", "multihead.py")
+GRADED_MODULES = tuple(f"{module}.py" for module in SPEC.modules)
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"
+
+
+@dataclass(frozen=True)
+class Block:
+    """One solution block of a reference module."""
+    function: str            # its function's qualified name ("MultiHeadAttention.forward")
+    part: int | None         # the part grading that function; None: no part of the spec does
+    first: int               # line numbers (1-based) of the BEGIN and END markers
+    last: int
+    indent: str
+    lines: tuple[str, ...]   # the solution's lines, between the markers
 
 
 def _qualnames_by_line(tree: ast.Module) -> dict[int, str]:
@@ -33,53 +48,51 @@ def _qualnames_by_line(tree: ast.Module) -> dict[int, str]:
     return owner
 
 
-def stub_source(reference_source: str) -> str:
-    """The stub text for one reference module."""
+def solution_blocks(reference_source: str, spec: Spec = SPEC) -> list[Block]:
+    """The solution blocks of one reference module; ValueError for a marker out of place."""
     owner = _qualnames_by_line(ast.parse(reference_source))
-    out, inside = [], False
-    for number, line in enumerate(reference_source.splitlines(keepends=True), start=1):
+    lines = reference_source.splitlines(keepends=True)
+    blocks, start = [], None
+    for number, line in enumerate(lines, start=1):
         marker = line.strip()
         if marker == BEGIN:
-            if inside:
+            if start is not None:
                 raise ValueError(f"line {number}: {BEGIN} inside another solution block")
-            inside = True
-            name = owner.get(number)
-            if name is None:
+            if owner.get(number) is None:
                 raise ValueError(f"line {number}: solution block outside any function")
-            indent = line[: len(line) - len(line.lstrip())]
-            out.append(f'{indent}raise NotImplementedError("Part {part_of(name)}: {name} is not implemented yet")\n')
+            start = number
         elif marker == END:
-            if not inside:
+            if start is None:
                 raise ValueError(f"line {number}: {END} without {BEGIN}")
-            inside = False
-        elif not inside:
-            out.append(line)
-    if inside:
+            name = owner[start]
+            try:
+                part = spec.part_of(name)
+            except KeyError:
+                part = None
+            indent = lines[start - 1][: len(lines[start - 1]) - len(lines[start - 1].lstrip())]
+            blocks.append(Block(name, part, start, number, indent, tuple(lines[start:number - 1])))
+            start = None
+    if start is not None:
         raise ValueError(f"{BEGIN} never closed")
-    return "".join(out)
+    return blocks
 
 
-def generated_stubs() -> dict[str, str]:
+def stub_source(reference_source: str, spec: Spec = SPEC) -> str:
+    """The stub text for one reference module."""
+    lines = reference_source.splitlines(keepends=True)
+    out, position = [], 0
+    for block in solution_blocks(reference_source, spec):
+        out += lines[position:block.first - 1]
+        if block.part is None:
+            out += block.lines
+        else:
+            out.append(f'{block.indent}raise NotImplementedError("Part {block.part}: {block.function} '
+                       f'is not implemented yet")\n')
+        position = block.last
+    return "".join(out + lines[position:])
+
+
+def generated_stubs(spec: Spec = SPEC) -> dict[str, str]:
     """File name -> stub text, for every graded module."""
-    return {name: stub_source((REFERENCE_DIR / name).read_text()) for name in GRADED_MODULES}
-
-
-def write_stubs(student_dir: pathlib.Path = STUDENT_DIR) -> list[str]:
-    """Regenerate the stubs in student_dir; returns the names of the files that changed."""
-    changed = []
-    for name, text in generated_stubs().items():
-        target = student_dir / name
-        if not target.exists() or target.read_text() != text:
-            target.write_text(text)
-            changed.append(name)
-    return changed
-
-
-def main(argv=None) -> int:
-    changed = write_stubs()
-    print("stubs regenerated: " + (", ".join(changed) if changed else "nothing changed"))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return {f"{module}.py": stub_source((REFERENCE_DIR / f"{module}.py").read_text(), spec)
+            for module in spec.modules}

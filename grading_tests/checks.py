@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from grading_tests.gateway import CallOptions, CallResult, ModuleResult, ModuleSpec, StudentError
+from autograder.gateway import CallOptions, CallResult, GradedFunction, ModuleResult, ModuleSpec, StudentError
 from grading_tests.tolerance import Tolerance, as_float64, grading_tolerance, looks_like_float32_rounding
 
 
@@ -34,12 +34,13 @@ def describe_call(function: str, args=(), kwargs=None) -> str:
     return f"{function}({', '.join(parts)})"
 
 
-def call(student, function: str, *args, options: CallOptions = CallOptions(), **kwargs) -> CallResult:
-    """student.<function>(*args, **kwargs); the student's exception becomes a failure that names the call."""
+def call(function: GradedFunction, *args, options: CallOptions = CallOptions(), **kwargs) -> CallResult:
+    """function(*args, **kwargs), a graded function (student.<name>); the student's exception becomes a failure
+    that names the call."""
     try:
-        return student.call(function, args, kwargs, options)
+        return function(*args, options=options, **kwargs)
     except StudentError as error:
-        fail(f"{describe_call(function, args, kwargs)} raised {error.type_name}: {error.message}")
+        fail(f"{describe_call(function.name, args, kwargs)} raised {error.type_name}: {error.message}")
 
 
 def run_module(student, spec: ModuleSpec, options: CallOptions = CallOptions()) -> ModuleResult:
@@ -54,15 +55,15 @@ def run_module(student, spec: ModuleSpec, options: CallOptions = CallOptions()) 
              f"raised {error.type_name}: {error.message}")
 
 
-def expect_raises(student, error_type: str, function: str, *args, why: str, **kwargs):
+def expect_raises(function: GradedFunction, error_type: str, *args, why: str, **kwargs):
     try:
-        student.call(function, args, kwargs, CallOptions())
+        function(*args, **kwargs)
     except StudentError as error:
         if error.type_name != error_type:
-            fail(f"{describe_call(function, args, kwargs)} raised {error.type_name} ({error.message}); "
+            fail(f"{describe_call(function.name, args, kwargs)} raised {error.type_name} ({error.message}); "
                  f"expected {error_type}: {why}")
         return error
-    fail(f"{describe_call(function, args, kwargs)} returned normally; expected {error_type}: {why}")
+    fail(f"{describe_call(function.name, args, kwargs)} returned normally; expected {error_type}: {why}")
 
 
 def expect_tensor(got, what: str) -> torch.Tensor:

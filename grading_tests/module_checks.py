@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import torch
 
+from autograder.gateway import CallOptions, ModuleSpec, vector_jacobian
 from grading_tests import oracle
 from grading_tests.checks import (
     expect_close,
@@ -14,7 +15,6 @@ from grading_tests.checks import (
     randn,
     run_module,
 )
-from grading_tests.gateway import CallOptions, ModuleSpec, vector_jacobian
 from grading_tests.placement import run_module_placed
 from grading_tests.tolerance import agree
 

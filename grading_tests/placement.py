@@ -17,8 +17,16 @@ from dataclasses import replace
 import pytest
 import torch
 
+from autograder.gateway import (
+    GRADER_ERRORS,
+    CallOptions,
+    CallResult,
+    GradedFunction,
+    ModuleResult,
+    ModuleSpec,
+    StudentError,
+)
 from grading_tests.checks import describe_call, expect_computed, expect_devices, expect_result, fail
-from grading_tests.gateway import GRADER_ERRORS, CallOptions, CallResult, ModuleResult, ModuleSpec, StudentError
 
 SECOND_DEVICE = "cuda" if torch.cuda.is_available() else "meta"
 # What torch says when tensors of two devices meet in one operation: a placement bug, on any device.
@@ -51,17 +59,17 @@ def _decide(error: StudentError, what: str, run_on_cpu) -> None:
     fail(f"{what} on the {SECOND_DEVICE} device raised {error.type_name}: {error.message}{hint}")
 
 
-def call_placed(student, function: str, *args, shape, device_argument: bool = False, **kwargs) -> CallResult:
-    """student.<function> with every tensor input on SECOND_DEVICE, or (device_argument) with
+def call_placed(function: GradedFunction, *args, shape, device_argument: bool = False, **kwargs) -> CallResult:
+    """function (student.<name>) with every tensor input on SECOND_DEVICE, or (device_argument) with
     device=SECOND_DEVICE passed to it; the result must have `shape` (see expect_result) and be on
     SECOND_DEVICE."""
     def call_on(device):
         if device_argument:
-            return student.call(function, args, {**kwargs, "device": device}, CallOptions())
-        return student.call(function, args, kwargs, CallOptions(device=device))
+            return function(*args, **{**kwargs, "device": device})
+        return function(*args, options=CallOptions(device=device), **kwargs)
 
     shown = {**kwargs, "device": SECOND_DEVICE} if device_argument else kwargs
-    what = describe_call(function, args, shown) + ("" if device_argument else f" with inputs on {SECOND_DEVICE}")
+    what = describe_call(function.name, args, shown) + ("" if device_argument else f" with inputs on {SECOND_DEVICE}")
     try:
         result = call_on(SECOND_DEVICE)
     except StudentError as error:

@@ -4,6 +4,7 @@ import math
 import pytest
 import torch
 
+from autograder.gateway import CallOptions
 from grading_tests import oracle
 from grading_tests.checks import (
     call,
@@ -15,7 +16,6 @@ from grading_tests.checks import (
     fail,
     randn,
 )
-from grading_tests.gateway import CallOptions
 from grading_tests.placement import call_placed
 
 pytestmark = pytest.mark.part(1)
@@ -28,7 +28,7 @@ def score_hints(q, k, scale):
 def check_scores(student, q, k, scale=None, what=None):
     """One call, checked for shape, dtype and values; returns the CallResult."""
     kwargs = {} if scale is None else {"scale": scale}
-    result = call(student, "scaled_scores", q, k, **kwargs)
+    result = call(student.scaled_scores, q, k, **kwargs)
     shown_scale = "" if scale is None else f", scale={scale}"
     what = what or f"scaled_scores(q {tuple(q.shape)}, k {tuple(k.shape)}{shown_scale})"
     expected = oracle.scores(q, k, scale)
@@ -79,7 +79,7 @@ def test_default_scale_uses_the_feature_size(student, E):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
 def test_keeps_the_input_dtype(student, dtype):
     q, k = randn(2, 5, 8, seed=17, dtype=dtype), randn(2, 3, 8, seed=18, dtype=dtype)
-    result = expect_result(call(student, "scaled_scores", q, k), (2, 5, 3), f"scaled_scores of {dtype} inputs")
+    result = expect_result(call(student.scaled_scores, q, k), (2, 5, 3), f"scaled_scores of {dtype} inputs")
     expect_dtype(result.value, dtype, f"scaled_scores of {dtype} inputs")
 
 
@@ -96,7 +96,7 @@ def test_float64_inputs_are_computed_in_float64(student):
 def test_gradients_agree_with_float64_math(student):
     q, k = randn(2, 4, 6, seed=19, dtype=torch.float64), randn(2, 5, 6, seed=20, dtype=torch.float64)
     upstream = randn(2, 4, 5, seed=21, dtype=torch.float64)
-    result = call(student, "scaled_scores", q, k, options=CallOptions(grad_outputs=(upstream,)))
+    result = call(student.scaled_scores, q, k, options=CallOptions(grad_outputs=(upstream,)))
     grad_q, grad_k = result.input_grads
     if grad_q is None or grad_k is None:
         fail("no gradient reached " + ("q" if grad_q is None else "k") + ": do not .detach() or use .item()/.tolist()")
@@ -106,10 +106,10 @@ def test_gradients_agree_with_float64_math(student):
 
 def test_inputs_are_not_modified(student):
     q, k = randn(3, 4, 8, seed=22), randn(3, 6, 8, seed=23)
-    result = expect_result(call(student, "scaled_scores", q, k), (3, 4, 6), "scaled_scores(q (3, 4, 8), k (3, 6, 8))")
+    result = expect_result(call(student.scaled_scores, q, k), (3, 4, 6), "scaled_scores(q (3, 4, 8), k (3, 6, 8))")
     expect_unmodified(result, "scaled_scores", ["q", "k"])
 
 
 @pytest.mark.second_device
 def test_works_on_the_inputs_device(student):
-    call_placed(student, "scaled_scores", randn(2, 3, 5, seed=24), randn(2, 4, 5, seed=25), shape=(2, 3, 4))
+    call_placed(student.scaled_scores, randn(2, 3, 5, seed=24), randn(2, 4, 5, seed=25), shape=(2, 3, 4))

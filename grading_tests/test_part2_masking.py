@@ -2,6 +2,7 @@
 import pytest
 import torch
 
+from autograder.gateway import CallOptions, vector_jacobian
 from grading_tests import oracle
 from grading_tests.checks import (
     call,
@@ -16,7 +17,6 @@ from grading_tests.checks import (
     fail,
     randn,
 )
-from grading_tests.gateway import CallOptions, vector_jacobian
 from grading_tests.placement import call_placed
 from grading_tests.tolerance import agree
 
@@ -45,7 +45,7 @@ def causal_hints(L, S):
 @pytest.mark.parametrize("L, S", [(1, None), (3, None), (7, None), (2, 4), (5, 2), (31, 7)])
 def test_causal_mask_values(student, L, S):
     args = (L,) if S is None else (L, S)
-    result = call(student, "causal_mask", *args)
+    result = call(student.causal_mask, *args)
     what = f"causal_mask{args}"
     expected = oracle.causal(L, S)
     expect_shape(result.value, expected.shape, what)
@@ -54,7 +54,7 @@ def test_causal_mask_values(student, L, S):
 
 @pytest.mark.second_device
 def test_causal_mask_on_the_requested_device(student):
-    call_placed(student, "causal_mask", 3, 5, shape=(3, 5), device_argument=True)
+    call_placed(student.causal_mask, 3, 5, shape=(3, 5), device_argument=True)
 
 
 # ---------------------------------------------------------------- padding_mask
@@ -80,7 +80,7 @@ def padding_hints(lengths, max_len):
 def test_padding_mask_values(student, lengths, max_len, as_tensor):
     arg = torch.tensor(lengths) if as_tensor else lengths
     kwargs = {} if max_len is None else {"max_len": max_len}
-    result = call(student, "padding_mask", arg, **kwargs)
+    result = call(student.padding_mask, arg, **kwargs)
     expected = oracle.padding(lengths, max_len)
     what = f"padding_mask({lengths}{'' if max_len is None else f', max_len={max_len}'})"
     expect_shape(result.value, expected.shape, what)
@@ -89,18 +89,18 @@ def test_padding_mask_values(student, lengths, max_len, as_tensor):
 
 @pytest.mark.second_device
 def test_padding_mask_on_the_lengths_device(student):
-    call_placed(student, "padding_mask", torch.tensor([2, 4, 1]), max_len=5, shape=(3, 5))
+    call_placed(student.padding_mask, torch.tensor([2, 4, 1]), max_len=5, shape=(3, 5))
 
 
 @pytest.mark.second_device
 def test_padding_mask_on_the_requested_device(student):
-    call_placed(student, "padding_mask", [2, 4, 1], max_len=5, shape=(3, 5), device_argument=True)
+    call_placed(student.padding_mask, [2, 4, 1], max_len=5, shape=(3, 5), device_argument=True)
 
 
 # ---------------------------------------------------------------- apply_mask
 
 def check_apply_mask(student, scores, mask, options=CallOptions()):
-    result = call(student, "apply_mask", scores, mask, options=options)
+    result = call(student.apply_mask, scores, mask, options=options)
     what = f"apply_mask(scores {tuple(scores.shape)} {scores.dtype}, mask {tuple(mask.shape)})"
     got = result.value
     expect_shape(got, scores.shape, what)
@@ -143,19 +143,19 @@ def test_apply_mask_lesson_padding_gives_the_printed_weights(student):
 
 def test_apply_mask_without_mask_returns_the_scores(student):
     scores = randn(2, 3, 4, seed=34)
-    result = call(student, "apply_mask", scores, None)
+    result = call(student.apply_mask, scores, None)
     expect_close(result.value, scores.double(), "apply_mask(scores, None)", atol=0, rtol=0)
 
 
 def test_apply_mask_does_not_modify_its_inputs(student):
     scores, mask = randn(2, 3, 4, seed=35), randn(3, 4, seed=36) > 0
-    result = expect_result(call(student, "apply_mask", scores, mask), (2, 3, 4), "apply_mask")
+    result = expect_result(call(student.apply_mask, scores, mask), (2, 3, 4), "apply_mask")
     expect_unmodified(result, "apply_mask", ["scores", "mask"])
 
 
 @pytest.mark.second_device
 def test_apply_mask_on_the_inputs_device(student):
-    call_placed(student, "apply_mask", randn(2, 3, 4, seed=37), randn(3, 4, seed=38) > 0, shape=(2, 3, 4))
+    call_placed(student.apply_mask, randn(2, 3, 4, seed=37), randn(3, 4, seed=38) > 0, shape=(2, 3, 4))
 
 
 # ---------------------------------------------------------------- scaled_dot_product_attention
@@ -174,7 +174,7 @@ def check_attention(student, q, k, v, mask=None, *, is_causal=False, scale=None,
     if scale is not None:
         kwargs["scale"] = scale
     args = (q, k, v) if mask is None else (q, k, v, mask)
-    result = call(student, SDPA, *args, options=options, **kwargs)
+    result = call(student.scaled_dot_product_attention, *args, options=options, **kwargs)
     what = what or f"{SDPA}(q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}" + (
         "" if mask is None else f", mask {tuple(mask.shape)}") + ("" if not is_causal else ", is_causal=True") + (
         "" if scale is None else f", scale={scale}") + f") in {str(q.dtype).removeprefix('torch.')}"
@@ -195,7 +195,8 @@ def attend(student, q, k, v, mask=None, **kwargs):
     """The student's (output, weights) for one call, values unchecked (for tests of other properties)."""
     args = (q, k, v) if mask is None else (q, k, v, mask)
     what = describe_call(SDPA, args, kwargs)
-    return expect_result(call(student, SDPA, *args, **kwargs), attention_shapes(q, k, v), what).value
+    result = call(student.scaled_dot_product_attention, *args, **kwargs)
+    return expect_result(result, attention_shapes(q, k, v), what).value
 
 
 def attention_shapes(q, k, v):
@@ -282,7 +283,8 @@ def test_gradients_agree_with_float64_math(student, is_causal, with_mask):
     mask = _mask((2, 5, 5), 53) if with_mask else None
     grad_out, grad_w = randn(2, 5, 3, seed=54, dtype=f64), randn(2, 5, 5, seed=55, dtype=f64)
     args = (q, k, v) if mask is None else (q, k, v, mask)
-    result = call(student, SDPA, *args, is_causal=is_causal, options=CallOptions(grad_outputs=(grad_out, grad_w)))
+    result = call(student.scaled_dot_product_attention, *args, is_causal=is_causal,
+                  options=CallOptions(grad_outputs=(grad_out, grad_w)))
     leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
     out, weights = oracle.attention(*leaves, mask, is_causal)
     expected = vector_jacobian([out, weights], [grad_out, grad_w], leaves)
@@ -372,22 +374,14 @@ def test_float64_inputs_stay_float64(student):
 @pytest.mark.second_device
 def test_runs_on_the_inputs_device(student):
     q, k, v = randn(2, 5, 4, seed=89), randn(2, 6, 4, seed=90), randn(2, 6, 3, seed=91)
-    call_placed(student, SDPA, q, k, v, _mask((2, 5, 6), 92), is_causal=True, shape=attention_shapes(q, k, v))
-
-
-@pytest.mark.weight(0)
-def test_manual_attention_calling_torch_sdpa_is_flagged_not_graded(student):
-    """Worth no points. The manual path must not call torch's scaled_dot_product_attention, but which torch
-    functions a submission calls cannot be checked in a way its own code could not fool, so such a call is
-    flagged for the instructor (the flags column of grades.csv) rather than costing points."""
-    q, k, v = randn(2, 5, 4, seed=93), randn(2, 5, 4, seed=94), randn(2, 5, 4, seed=95)
-    check_attention(student, q, k, v, _mask((5, 5), 96), is_causal=True, options=CallOptions(attention="manual"))
+    call_placed(student.scaled_dot_product_attention, q, k, v, _mask((2, 5, 6), 92), is_causal=True,
+                shape=attention_shapes(q, k, v))
 
 
 def test_inputs_are_not_modified(student):
     q, k, v = randn(2, 5, 4, seed=97), randn(2, 6, 4, seed=98), randn(2, 6, 3, seed=99)
     mask = _mask((2, 5, 6), 100)
-    result = expect_result(call(student, SDPA, q, k, v, mask), attention_shapes(q, k, v), SDPA)
+    result = expect_result(call(student.scaled_dot_product_attention, q, k, v, mask), attention_shapes(q, k, v), SDPA)
     expect_unmodified(result, SDPA, ["q", "k", "v", "mask"])
 
 
@@ -396,7 +390,7 @@ DROPOUT_P = 0.3
 
 def test_dropout_zeroes_weights_at_the_given_rate_and_rescales(student):
     q, k, v = randn(4, 24, 8, seed=101), randn(4, 20, 8, seed=102), randn(4, 20, 5, seed=103)
-    result = call(student, SDPA, q, k, v, dropout_p=DROPOUT_P, options=CallOptions(seed=7))
+    result = call(student.scaled_dot_product_attention, q, k, v, dropout_p=DROPOUT_P, options=CallOptions(seed=7))
     what = f"{SDPA}(..., dropout_p={DROPOUT_P})"
     output, weights = expect_result(result, attention_shapes(q, k, v), what).value
     # The survivors are compared with this very function's weights without dropout: its values
@@ -424,8 +418,8 @@ def test_no_dropout_when_dropout_p_is_zero(student):
     q, k, v = randn(2, 6, 8, seed=104), randn(2, 6, 8, seed=105), randn(2, 6, 8, seed=106)
     what = f"{SDPA}(..., dropout_p=0.0)"
     (output, weights), (other_output, other_weights) = (
-        expect_result(call(student, SDPA, q, k, v, dropout_p=0.0, options=CallOptions(seed=seed)),
-                      attention_shapes(q, k, v), what).value
+        expect_result(call(student.scaled_dot_product_attention, q, k, v, dropout_p=0.0,
+                           options=CallOptions(seed=seed)), attention_shapes(q, k, v), what).value
         for seed in (8, 9))
     if not (torch.equal(weights, other_weights) and torch.equal(output, other_output)):
         fail(f"{what} gave different results for two random seeds: with dropout_p=0.0 nothing is random")

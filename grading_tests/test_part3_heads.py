@@ -2,6 +2,7 @@
 import pytest
 import torch
 
+from autograder.gateway import CallOptions, StudentError
 from grading_tests import oracle
 from grading_tests.checks import (
     call,
@@ -15,7 +16,6 @@ from grading_tests.checks import (
     fail,
     randn,
 )
-from grading_tests.gateway import CallOptions, StudentError
 from grading_tests.placement import call_placed
 
 pytestmark = pytest.mark.part(3)
@@ -47,7 +47,7 @@ def merge_hints(x):
 
 
 def check_split(student, x, H, options=CallOptions()):
-    result = call(student, "split_heads", x, H, options=options)
+    result = call(student.split_heads, x, H, options=options)
     what = f"split_heads(x {tuple(x.shape)}, {H})"
     expected = oracle.split(x, H)
     expect_equal(result.value, expected, what, hints=split_hints(x, H))
@@ -55,7 +55,7 @@ def check_split(student, x, H, options=CallOptions()):
 
 
 def check_merge(student, x, options=CallOptions()):
-    result = call(student, "merge_heads", x, options=options)
+    result = call(student.merge_heads, x, options=options)
     what = f"merge_heads(x {tuple(x.shape)})"
     expect_equal(result.value, oracle.merge(x), what, hints=merge_hints(x))
     return result
@@ -82,23 +82,23 @@ def test_head_h_holds_features_h_times_d_onwards(student):
 def test_merge_undoes_split_exactly(student, E, H):
     """Your merge_heads against your split_heads: each may be wrong alone, the round trip must give x back."""
     x = randn(2, 7, E, seed=220 + E)
-    heads = expect_tensor(call(student, "split_heads", x, H).value, f"split_heads(x {tuple(x.shape)}, {H})")
-    back = call(student, "merge_heads", heads).value
+    heads = expect_tensor(call(student.split_heads, x, H).value, f"split_heads(x {tuple(x.shape)}, {H})")
+    back = call(student.merge_heads, heads).value
     expect_equal(back, x, f"merge_heads(split_heads(x {tuple(x.shape)}, {H}))")
 
 
 def test_split_rejects_a_head_count_that_does_not_divide_the_width(student):
-    expect_raises(student, "ValueError", "split_heads", randn(1, 2, 10, seed=230), 3,
+    expect_raises(student.split_heads, "ValueError", randn(1, 2, 10, seed=230), 3,
                   why="E=10 features cannot be cut into 3 equal heads")
     try:   # and only such a count: 10 features in 5 heads is fine (its values are other tests' business)
-        student.call("split_heads", (randn(1, 2, 10, seed=231), 5))
+        student.split_heads(randn(1, 2, 10, seed=231), 5)
     except StudentError as error:
         if error.type_name == "ValueError":
             fail(f"split_heads(x (1, 2, 10), 5) raised ValueError ({error.message}), but 5 heads divide E=10")
 
 
 def test_split_error_message_names_the_width_and_the_head_count(student):
-    error = expect_raises(student, "ValueError", "split_heads", randn(1, 2, 10, seed=230), 3,
+    error = expect_raises(student.split_heads, "ValueError", randn(1, 2, 10, seed=230), 3,
                           why="E=10 features cannot be cut into 3 equal heads")
     if "10" not in error.message or "3" not in error.message:
         fail(f"the ValueError's message should contain E=10 and num_heads=3 so the caller sees what is wrong; "
@@ -108,14 +108,14 @@ def test_split_error_message_names_the_width_and_the_head_count(student):
 def test_gradients_pass_through_split_and_merge(student):
     x = randn(2, 3, 12, seed=232, dtype=torch.float64)
     upstream = randn(2, 4, 3, 3, seed=233, dtype=torch.float64)
-    result = call(student, "split_heads", x, 4, options=CallOptions(grad_outputs=(upstream,)))
+    result = call(student.split_heads, x, 4, options=CallOptions(grad_outputs=(upstream,)))
     grad = result.input_grads[0]
     if grad is None:
         fail("no gradient reached x through split_heads: do not detach")
     expect_close(grad, oracle.merge(upstream), "the gradient of split_heads with respect to x")
     heads = randn(2, 4, 3, 3, seed=234, dtype=torch.float64)
     upstream = randn(2, 3, 12, seed=235, dtype=torch.float64)
-    result = call(student, "merge_heads", heads, options=CallOptions(grad_outputs=(upstream,)))
+    result = call(student.merge_heads, heads, options=CallOptions(grad_outputs=(upstream,)))
     if result.input_grads[0] is None:
         fail("no gradient reached x through merge_heads: do not detach")
     expect_close(result.input_grads[0], oracle.split(upstream, 4), "the gradient of merge_heads with respect to x")
@@ -123,22 +123,22 @@ def test_gradients_pass_through_split_and_merge(student):
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
 def test_keeps_the_dtype(student, dtype):
-    heads = expect_result(call(student, "split_heads", randn(2, 5, 12, seed=236, dtype=dtype), 3), (2, 3, 5, 4),
+    heads = expect_result(call(student.split_heads, randn(2, 5, 12, seed=236, dtype=dtype), 3), (2, 3, 5, 4),
                           "split_heads(x (2, 5, 12), 3)").value
     expect_dtype(heads, dtype, "split_heads")
-    merged = expect_result(call(student, "merge_heads", randn(2, 3, 5, 4, seed=236, dtype=dtype)), (2, 5, 12),
+    merged = expect_result(call(student.merge_heads, randn(2, 3, 5, 4, seed=236, dtype=dtype)), (2, 5, 12),
                            "merge_heads(x (2, 3, 5, 4))").value
     expect_dtype(merged, dtype, "merge_heads")
 
 
 @pytest.mark.second_device
 def test_runs_on_the_inputs_device(student):
-    call_placed(student, "split_heads", randn(2, 5, 12, seed=237), 3, shape=(2, 3, 5, 4))
-    call_placed(student, "merge_heads", randn(2, 3, 5, 4, seed=238), shape=(2, 5, 12))
+    call_placed(student.split_heads, randn(2, 5, 12, seed=237), 3, shape=(2, 3, 5, 4))
+    call_placed(student.merge_heads, randn(2, 3, 5, 4, seed=238), shape=(2, 5, 12))
 
 
 def test_inputs_are_not_modified(student):
-    split = expect_result(call(student, "split_heads", randn(2, 5, 12, seed=237), 3), (2, 3, 5, 4), "split_heads")
+    split = expect_result(call(student.split_heads, randn(2, 5, 12, seed=237), 3), (2, 3, 5, 4), "split_heads")
     expect_unmodified(split, "split_heads", ["x"])
-    merged = expect_result(call(student, "merge_heads", randn(2, 3, 5, 4, seed=239)), (2, 5, 12), "merge_heads")
+    merged = expect_result(call(student.merge_heads, randn(2, 3, 5, 4, seed=239)), (2, 5, 12), "merge_heads")
     expect_unmodified(merged, "merge_heads", ["x"])

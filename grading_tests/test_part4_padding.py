@@ -3,9 +3,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from autograder.gateway import CallOptions
 from grading_tests import oracle
 from grading_tests.checks import call, expect_equal, expect_result, expect_shape, expect_unmodified, fail, randn
-from grading_tests.gateway import CallOptions
 from grading_tests.placement import call_placed
 
 pytestmark = pytest.mark.part(4)
@@ -25,7 +25,7 @@ def expansion_hints(mask, L):
 
 def check_expansion(student, mask, L, options=CallOptions()):
     B, S = mask.shape
-    result = call(student, "expand_padding_mask", mask, L, options=options)
+    result = call(student.expand_padding_mask, mask, L, options=options)
     what = f"expand_padding_mask(mask {tuple(mask.shape)}, {L})"
     got = result.value
     if isinstance(got, torch.Tensor) and tuple(got.shape) == (B, 1, S, L) != (B, 1, L, S):
@@ -58,7 +58,7 @@ def test_lesson_combined_causal_and_padding_mask(student):
 def test_torch_sdpa_accepts_the_expanded_mask_for_any_head_count(student):
     """Shape and dtype only: whatever its values, SDPA must take the mask as attn_mask for 4 heads."""
     real = oracle.padding([5, 2, 4])
-    expanded = expect_result(call(student, "expand_padding_mask", real, 3), (3, 1, 3, 5),
+    expanded = expect_result(call(student.expand_padding_mask, real, 3), (3, 1, 3, 5),
                              "expand_padding_mask(mask (3, 5), 3)").value
     q, k, v = randn(3, 4, 3, 6, seed=300), randn(3, 4, 5, 6, seed=301), randn(3, 4, 5, 6, seed=302)
     try:
@@ -70,10 +70,10 @@ def test_torch_sdpa_accepts_the_expanded_mask_for_any_head_count(student):
 
 @pytest.mark.second_device
 def test_runs_on_the_masks_device(student):
-    call_placed(student, "expand_padding_mask", oracle.padding([2, 4, 3]), 5, shape=(3, 1, 5, 4))
+    call_placed(student.expand_padding_mask, oracle.padding([2, 4, 3]), 5, shape=(3, 1, 5, 4))
 
 
 def test_leaves_the_mask_unmodified(student):
-    result = expect_result(call(student, "expand_padding_mask", oracle.padding([2, 4, 3]), 5), (3, 1, 5, 4),
+    result = expect_result(call(student.expand_padding_mask, oracle.padding([2, 4, 3]), 5), (3, 1, 5, 4),
                            "expand_padding_mask(mask (3, 4), 5)")
     expect_unmodified(result, "expand_padding_mask", ["mask"])

@@ -5,9 +5,9 @@ The CUDA backends are graded in test_part6_cuda.py (skipped, worth 0, without a 
 import pytest
 import torch
 
+from autograder.gateway import CallOptions, ModuleSpec
 from grading_tests import oracle
 from grading_tests.checks import expect_close, fail, run_module
-from grading_tests.gateway import CallOptions, ModuleSpec
 from grading_tests.module_checks import (
     MODULE_CASES,
     case_inputs,
@@ -46,14 +46,6 @@ def test_fused_agrees_with_the_manual_path_and_torch_sdpa(student, case):
                                  dtype=torch.float32, attend=oracle.sdpa_step)
     expect_close(fused, with_torch_sdpa.double(),
                  f"the output of {what} compared with torch's F.scaled_dot_product_attention")
-
-
-@pytest.mark.weight(0)
-def test_fused_path_not_calling_torch_sdpa_is_flagged_not_graded(student):
-    """Worth no points: a fused path (fused=True) that never calls torch's scaled_dot_product_attention is
-    flagged for the instructor; whether it does cannot be checked in a way the submission could not fool."""
-    init_kwargs, state, forward = case_inputs("self-causal-padding", 870)
-    check_module(student, init_kwargs, state, forward, fused=True, options=CallOptions(attention="fused"))
 
 
 @pytest.mark.parametrize("case", ["self-causal-padding", "self-causal", "cross-padding"])

@@ -1,14 +1,16 @@
-"""Attention from scratch: the graded API.
+"""Attention in PyTorch, from scratch: the graded API.
 
 The grader imports this package and uses only the names below; organise the
 rest of your code however you like. Run `python -m student.check` to see
 which parts pass the public checks.
 
 Each name is imported from its module on first use, so a mistake in one file
-(a syntax error, say) does not stop the checks of the other parts.
+(a syntax error, a missing package) does not stop the checks, or the grading,
+of the other parts.
 """
 import importlib
 
+# Generated from the assignment's declaration: do not edit (your instructor's `python -m autograder generate`).
 # name -> the module of this package that defines it
 _HOMES = {
     "scaled_scores": "scaling",

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import pytest
 
 from autograder.paths import REPO, STUDENT_DIR
+from autograder.scoring import TestOutcome, score_outcomes
 from autograder.stubs import GRADED_MODULES
-from grading_tests.scoring import TestOutcome, score_outcomes
 
 CONTRACT = REPO / "grading_tests" / "CONTRACT.md"
 HEADER = "| hidden test | part | points (CPU) | handout | sentence it enforces |"

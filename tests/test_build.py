@@ -102,9 +102,18 @@ def test_a_hidden_expected_value_is_detected(dist, tmp_path, monkeypatch):
     assert leaks.find_leaks(planted) == ["student/expected.txt: holds 0.73105858, a value only the hidden suite has"]
 
 
+
+def leaking_handout(folder, readme: str):
+    """A copy of handout/ whose README says something it must not."""
+    shutil.copytree(packaging.HANDOUT_DIR, folder)
+    (folder / "README.md").write_text(readme)
+    return folder
+
+
 @pytest.mark.slow
 def test_build_refuses_to_write_a_leaking_handout(tmp_path, monkeypatch):
-    monkeypatch.setattr(packaging, "STUDENT_README", f"Hint: read {_hidden_test_name()}.\n")
+    readme = f"Hint: read {_hidden_test_name()}.\n"
+    monkeypatch.setattr(packaging, "HANDOUT_DIR", leaking_handout(tmp_path / "handout", readme))
     with pytest.raises(packaging.BuildError, match="leak"):
         build_cli.build(tmp_path)
     assert not (tmp_path / build_cli.HANDOUT_NAME).exists()
@@ -131,9 +140,9 @@ def test_autograder_zip_carries_runner_plugin_engine_and_hidden_suite(dist):
                    "autograder/otter/plugin.py", "autograder/otter/engine_bridge.py", "grading_tests/conftest.py",
                    f"files/{packaging.NOTEBOOK_NAME}"]:
         assert needed in listed, needed
-    # Of student/ only the handout's own package file (public), with which a flat upload of the modules is graded.
-    assert not [n for n in listed if n.split("/")[0] in ("assignment", "student") and n != "student/__init__.py"], \
-        "no reference or student code"
+    # Of assignment/ only the resolved spec, of student/ only the handout's own package file (public).
+    assert [n for n in listed if n.split("/")[0] in ("assignment", "student")] == \
+        ["assignment/assignment.toml", "assignment/spec.py", "student/__init__.py"], "no reference or student code"
     shipped = [n for n in listed if n.split("/")[0] in packaging.OUR_PACKAGES]
     assert closure.missing_imports(REPO, shipped, packaging.OUR_PACKAGES) == []
 

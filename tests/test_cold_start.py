@@ -21,9 +21,9 @@ from autograder.engine.client import SandboxGateway, SessionLog, uses_meta
 from autograder.engine.executor import vector_jacobian
 from autograder.engine.limits import Limits
 from autograder.engine.trusted import _SecondDeviceLast
+from autograder.gateway import CallOptions, StudentError
 from autograder.paths import REPO
-from grading_tests.conftest import PointsRecorder
-from grading_tests.gateway import CallOptions, StudentError
+from autograder.suite import GradingPlugin
 from tests.fake_sandbox import FakeSpawner
 
 PLACEMENT_HELPERS = {"call_placed", "check_placement", "run_module_placed"}
@@ -107,8 +107,8 @@ def test_the_points_report_keeps_the_suites_order_whatever_order_the_tests_ran_i
         def __init__(self, nodeid):
             self.nodeid, self.when, self.skipped, self.failed = nodeid, "call", False, False
 
-    recorder = PointsRecorder(config=None)
-    recorder.pytest_collection_modifyitems([Marked(f"t::test_{name}") for name in "abcd"])
+    recorder = GradingPlugin(gateway_factory=None)
+    recorder.pytest_collection_modifyitems(None, None, [Marked(f"t::test_{name}") for name in "abcd"])
     for name in "cadb":   # the order they ran in
         recorder.pytest_runtest_logreport(Report(f"t::test_{name}"))
     assert [outcome.name for outcome in recorder.report().tests] == [f"test_{name}" for name in "abcd"]

@@ -8,9 +8,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from autograder import derived
 from autograder.paths import STUDENT_DIR
 from autograder.samples import write_submission
-from autograder.stubs import GRADED_MODULES, generated_stubs, stub_source
+from autograder.stubs import GRADED_MODULES, stub_source
 from student.parts import PARTS
 
 
@@ -27,11 +28,9 @@ def run_public_tests(folder, *extra):
     return proc.returncode, proc.stdout + proc.stderr, list(cases)
 
 
-def test_committed_stubs_are_generated_from_the_reference():
-    for name, text in generated_stubs().items():
-        assert (STUDENT_DIR / name).read_text() == text, (
-            f"student/{name} drifted from assignment/reference/{name}: run `python -m autograder.stubs`"
-        )
+def test_every_derived_file_is_what_the_spec_and_the_reference_derive():
+    """The stubs, student/parts.py, student/__init__.py and the tables of parts (autograder/derived.py)."""
+    assert derived.stale() == [], derived.stale_message(derived.stale())
 
 
 def test_stub_generation_replaces_each_solution_block_with_a_part_error():
@@ -42,6 +41,11 @@ def test_stub_generation_replaces_each_solution_block_with_a_part_error():
     assert '"""Doc."""' in stub
     with pytest.raises(ValueError):
         stub_source(source.replace("    # END SOLUTION\n", ""))
+
+
+def test_a_solution_block_of_a_function_no_part_grades_is_handed_out_as_given_code():
+    source = 'def helper(x):\n    """Doc."""\n    # BEGIN SOLUTION\n    return x + 1\n    # END SOLUTION\n'
+    assert stub_source(source) == 'def helper(x):\n    """Doc."""\n    return x + 1\n'
 
 
 def _signatures(text):

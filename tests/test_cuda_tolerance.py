@@ -14,11 +14,11 @@ import xml.etree.ElementTree as ET
 import pytest
 import torch
 
+from autograder.gateway import LocalGateway
 from autograder.samples import edited_reference, write_submission
 from autograder.zoo.variants import VARIANTS
 from grading_tests import lowp_tolerance as lowp
 from grading_tests import oracle
-from grading_tests.gateway import LocalGateway
 from grading_tests.tolerance import Tolerance, floor_tolerance
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)

@@ -34,7 +34,7 @@ from autograder.adversarial import (
 )
 from autograder.engine import isolation
 from autograder.paths import REPO
-from grading_tests.scoring import PART_POINTS
+from autograder.scoring import PART_POINTS
 
 pytestmark = pytest.mark.slow
 
@@ -197,12 +197,12 @@ def test_the_flags_column_names_what_an_instructor_should_look_at(zoo):
 
 
 def test_hiding_a_forbidden_call_gains_nothing_over_calling_it_openly(zoo):
-    """The watcher sees the open call and misses the hidden one: as points, the rule would rank the cheat above
-    its honest twin (defence off); as a flag worth no points, both score exactly the same (defence on)."""
+    """The open call costs the tests that ran it; hidden from the torch function watch, the dispatcher's watch
+    still sees SDPA's kernel, so the cheat scores exactly what its honest twin scores."""
     rows = zoo.rows()
     twin, cheat = rows["bug-sdpa-in-manual-path"], rows["cheat-sdpa-hidden-from-the-watch"]
-    assert "forbidden call" in twin["flags"] and "forbidden call" not in cheat["flags"]
-    assert cheat["score"] == twin["score"] == rows["reference"]["score"] == 100.0
+    assert "forbidden call" in twin["flags"] and "forbidden call" in cheat["flags"]
+    assert cheat["score"] == twin["score"] < rows["reference"]["score"] == 100.0
 
 
 def sandbox_users_leftovers(mine: str) -> dict[str, list]:

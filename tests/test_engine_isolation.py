@@ -22,9 +22,9 @@ from autograder.adversarial import read_rows
 from autograder.engine import isolation, processes
 from autograder.engine.client import SandboxGateway, SessionLog
 from autograder.engine.limits import Limits
+from autograder.gateway import StudentError
 from autograder.paths import REPO
 from autograder.samples import write_submission
-from grading_tests.gateway import StudentError
 from tests.fake_sandbox import FakeSpawner
 
 as_root = pytest.mark.skipif(not isolation.privileged(), reason="needs root")

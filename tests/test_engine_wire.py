@@ -12,10 +12,10 @@ import time
 import pytest
 import torch
 
-from autograder.engine import messages, protocol, replies
+from autograder.engine import executor, messages, protocol, replies
 from autograder.engine.messages import CallReply, CallRequest, Failure, ModuleReply, ModuleRequest, Ready
 from autograder.engine.protocol import ProtocolError
-from grading_tests.gateway import CallOptions, LocalGateway
+from autograder.gateway import Gateway, LocalGateway, ModuleSpec, module_path
 
 
 def roundtrip(value):
@@ -277,15 +277,49 @@ def test_a_module_forward_reply_is_checked_against_its_inputs():
         replies.module_result(ModuleReply({}, None, [], None, None, {"x": torch.ones(1)}), forward, "cpu")
 
 
-def test_attention_use_becomes_a_flag_and_only_where_the_test_names_the_path():
+def test_a_forbidden_path_becomes_a_flag_and_a_note_against_the_test_that_ran_it():
     gateway = LocalGateway.__new__(LocalGateway)
-    gateway.flags = []
-    gateway.note_attention(CallOptions(), ["scaled_dot_product_attention"])
-    gateway.note_attention(CallOptions(attention="manual"), [])
-    gateway.note_attention(CallOptions(attention="fused"), ["scaled_dot_product_attention"])
-    assert gateway.flags == []
-    gateway.note_attention(CallOptions(attention="manual"), ["scaled_dot_product_attention"])
-    gateway.note_attention(CallOptions(attention="fused"), [])
+    Gateway.__init__(gateway)
+    gateway.test = "grading_tests/test_part5_multihead.py::test_a"
+    gateway.note_path(None, ["scaled_dot_product_attention"])            # a module only built: no path ran
+    gateway.note_path("manual", [])
+    gateway.note_path("fused", ["scaled_dot_product_attention"])
+    assert gateway.flags == [] and gateway.forbidden == {}
+    gateway.note_path("manual", ["multi_head_attention_forward"])
+    gateway.test = "grading_tests/test_part6_parity.py::test_b"
+    gateway.note_path("fused", [])
     assert len(gateway.flags) == 2
-    assert "manual path called torch's scaled_dot_product_attention" in gateway.flags[0]
+    assert gateway.flags[0].startswith("forbidden call: the manual path called torch's multi_head_attention_forward")
+    assert gateway.flags[0].endswith("(test_a)")
     assert "fused path never called" in gateway.flags[1]
+    assert list(gateway.forbidden) == ["grading_tests/test_part5_multihead.py::test_a",
+                                       "grading_tests/test_part6_parity.py::test_b"]
+
+
+@pytest.mark.parametrize(("init", "forward", "path"), [
+    ({"embed_dim": 4, "num_heads": 2}, None, None),
+    ({"embed_dim": 4, "num_heads": 2}, {"x": torch.ones(1, 2, 4)}, "manual"),
+    ({"embed_dim": 4, "num_heads": 2, "fused": False}, {"x": torch.ones(1, 2, 4)}, "manual"),
+    ({"embed_dim": 4, "num_heads": 2, "fused": True}, {"x": torch.ones(1, 2, 4)}, "fused"),
+], ids=["built-only", "default", "fused-false", "fused-true"])
+def test_the_path_of_a_module_call_is_known_from_the_call_itself(init, forward, path):
+    assert module_path(ModuleSpec(init_kwargs=init, forward_kwargs=forward)) == path
+
+
+def test_the_dispatchers_watch_sees_a_call_hidden_from_the_function_watch(monkeypatch):
+    q = torch.randn(1, 2, 3, 4)
+
+    def hidden():
+        with torch._C.DisableTorchFunction():
+            torch.nn.functional.scaled_dot_product_attention(q, q, q)
+
+    def seen_while(run) -> list[str]:
+        seen: list[str] = []
+        with executor.watching_attention(seen):
+            run()
+        return seen
+
+    assert seen_while(hidden) == ["scaled_dot_product_attention"]
+    assert seen_while(lambda: torch.softmax(q @ q.transpose(-2, -1), -1) @ q) == []   # manual math is not a call
+    monkeypatch.setattr(executor, "ATTENTION_KERNELS", {})   # the defence off: the hidden call goes unseen
+    assert seen_while(hidden) == []

@@ -11,10 +11,10 @@ import warnings
 import pytest
 import torch
 
+from autograder.gateway import LocalGateway, StudentError
 from autograder.samples import edited_reference, write_submission
 from autograder.zoo.bugs import BUGS
 from autograder.zoo.variants import VARIANTS
-from grading_tests.gateway import LocalGateway, StudentError
 from grading_tests.placement import meta_may_explain
 
 ZOO = {sample.name: sample.overrides for sample in BUGS + VARIANTS}

@@ -12,7 +12,7 @@ import pytest
 
 from autograder.otter import gradescope_schema, gradescope_view, harness, packaging, run_gradescope
 from autograder.samples import write_submission
-from grading_tests.scoring import NOT_RUN_SHOWN, NOT_RUN_TITLE, PART_POINTS
+from autograder.scoring import NOT_RUN_SHOWN, NOT_RUN_TITLE, PART_POINTS
 
 pytestmark = pytest.mark.slow
 TOTAL = sum(PART_POINTS.values())
@@ -54,6 +54,7 @@ def runs(dist, files, tmp_path_factory) -> dict[str, harness.Run]:
 
 
 CASES = ["reference", "stubs", "syntax-error", "no-package"]
+LATER = gradescope_view.LATER_NOTES["after_published"]
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -69,7 +70,7 @@ def test_the_reference_scores_100_and_the_stubs_0(runs):
     assert runs["reference"].results["score"] == TOTAL
     assert runs["stubs"].results["score"] == 0.0
     for name in ("reference", "stubs"):
-        assert runs[name].results["output"] == gradescope_view.GRADED_NOTE
+        assert runs[name].results["output"] == gradescope_view.GRADED_NOTE + LATER
 
 
 def test_gradescope_gets_the_engines_scores_test_by_test(runs, graded_zoo):
@@ -85,8 +86,8 @@ def test_a_syntax_error_scores_0_and_the_student_sees_where_at_once(runs):
     results = runs["syntax-error"].results
     assert results["score"] == 0.0
     first_line = results["output"].splitlines()[0]
-    assert first_line.startswith("Your submission could not be graded (error): SyntaxError")
-    assert "masking.py" in first_line and "line" in first_line
+    assert first_line.startswith("Your submission was received; grading ended with error. Reason: SyntaxError")
+    assert "masking.py" in first_line and "line" in first_line and first_line.endswith(LATER)
 
 
 def test_an_upload_without_the_package_scores_0_and_says_what_is_missing(runs):
@@ -119,9 +120,10 @@ def test_the_cuda_tests_that_could_not_run_are_one_informational_line(runs):
 
 def test_an_error_result_keeps_the_parts_maxima_and_names_the_error_once(runs):
     results = runs["syntax-error"].results
-    error = results["output"].splitlines()[0].split("): ", 1)[1]
-    assert [t["max_score"] for t in results["tests"]] == [float(p) for p in PART_POINTS.values()]
-    assert not any(error in t["output"] for t in results["tests"])
+    error = results["output"].split("Reason: ", 1)[1].removesuffix(LATER)
+    shown = [t for t in results["tests"] if t["name"] != gradescope_view.SUMMARY_TITLE]
+    assert [t["max_score"] for t in shown] == [float(p) for p in PART_POINTS.values()]
+    assert not any(error in t["output"] for t in shown)
 
 
 def test_the_instructors_otter_config_decides_what_students_see(files, tmp_path):
@@ -131,7 +133,7 @@ def test_the_instructors_otter_config_decides_what_students_see(files, tmp_path)
     assert run.returncode == 0, run.stdout[-3000:]
     assert {t["visibility"] for t in run.results["tests"]} == {"hidden"}
     assert run.results["stdout_visibility"] == "after_published"
-    assert run.results["output"] == gradescope_view.NEVER_SHOWN_NOTE
+    assert run.results["output"] == gradescope_view.GRADED_NOTE   # and no promise of a later view
 
 
 def test_an_engine_failure_tells_the_student_it_is_not_their_fault(files, dist, tmp_path):

@@ -1,13 +1,14 @@
 """The results.json checker of Gradescope's specification, the otter_config keys and their meanings (checked
-against otter's own code), and what a student sees (gradescope_view): fast, no grading."""
+against otter's own code), and what a student sees, when (gradescope_view): fast, no grading."""
 import copy
-import json
+import dataclasses
 
 import pytest
 from otter.run.run_autograder.autograder_config import AutograderConfig
 from otter.test_files import GradingResults, abstract_test
 from otter.test_files.ok_test import OKTestFile
 
+from assignment.spec import SPEC, Spec, load
 from autograder.otter import config, gradescope_schema, gradescope_view
 
 GOOD = {
@@ -84,10 +85,20 @@ def test_the_summary_counts_what_it_does_not_list():
 
 # --------------------------------------------------------------------------- otter_config keys
 
-def test_the_honoured_keys_have_otters_defaults_and_types():
+def spec_with(*, visibilities: dict | None = None, **settings) -> Spec:
+    """This assignment's spec with some settings, and parts' visibilities, changed."""
+    spec = SPEC.with_settings(settings)
+    parts = tuple(dataclasses.replace(part, visibility=(visibilities or {}).get(part.number, part.visibility))
+                  for part in spec.parts)
+    return dataclasses.replace(spec, parts=parts)
+
+
+def test_the_settings_otter_knows_keep_otters_names_and_the_cosmetic_keys_its_defaults():
     otters = AutograderConfig({})
-    for key, default in config.OTTER_DEFAULTS.items():
-        assert getattr(otters, key) == default, key
+    assert all(hasattr(otters, key) for key in config.OTTER_SETTINGS)
+    assert all(hasattr(otters, key) for key in (*config.FIXED, *config.COSMETIC))
+    assert {key: getattr(otters, key) for key in ("logo", "print_score")} == \
+        {key: config.COSMETIC[key] for key in ("logo", "print_score")}
 
 
 def _otters_visibilities(show_hidden: bool, show_stdout: bool) -> tuple[str, str]:
@@ -104,92 +115,115 @@ def _otters_visibilities(show_hidden: bool, show_stdout: bool) -> tuple[str, str
 @pytest.mark.parametrize("show_hidden", [True, False])
 @pytest.mark.parametrize("show_stdout", [True, False])
 def test_show_hidden_and_show_stdout_mean_what_they_mean_to_otter(show_hidden, show_stdout):
-    ours = config.settings({"show_hidden": show_hidden, "show_stdout": show_stdout})
-    assert (ours.hidden_test_visibility, ours.stdout_visibility) == _otters_visibilities(show_hidden, show_stdout)
+    spec, _ = config.resolved(SPEC, {"show_hidden": show_hidden, "show_stdout": show_stdout})
+    shown = gradescope_view.present(engine_results(), spec, 1.0)
+    assert (spec.visibility(1), shown["stdout_visibility"]) == _otters_visibilities(show_hidden, show_stdout)
 
 
-def test_the_build_default_shows_hidden_results_after_publication():
-    settings = config.settings(config.default_config(100))
-    assert settings.hidden_test_visibility == "after_published" and settings.stdout_visibility == "hidden"
+def test_by_default_hidden_results_are_shown_after_publication():
+    assert {SPEC.visibility(number) for number in SPEC.numbers} == {"after_published"}
+    assert SPEC.settings.show_stdout is False
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
     ({"pdf": True}, "pdf is not supported"),
     ({"token": "abc"}, "token is not supported"),
-    ({"show_hidden": "yes"}, "show_hidden must be bool"),
-    ({"points_possible": True}, "points_possible must be a number"),
-    ({"points_possible": 0}, "points_possible must be positive"),
+    ({"show_hidden": "yes"}, "show_hidden must be true or false"),
+    ({"points_possible": True}, "points_possible must be a positive number"),
+    ({"points_possible": 0}, "points_possible must be a positive number"),
+    ({"timeout": "30"}, "timeout must be a positive number"),
+    ({"forbidden_calls": "ignore"}, 'forbidden_calls must be "cost" or "flag"'),
     ({"grade_from_log": True}, "grade_from_log must be false"),
     ({"plugins": ["otter.plugins.builtin.GoogleSheetsGradeOverride"]}, "plugins must be"),
+    ({"logo": "yes"}, "logo must be true or false"),
 ])
 def test_a_config_the_grader_cannot_honour_is_refused_with_the_reason(overrides, message):
     with pytest.raises(config.ConfigError, match=message):
-        config.merged(overrides, 100)
+        config.resolved(SPEC, overrides)
 
 
-def test_an_instructors_choice_is_kept(tmp_path):
-    merged = config.merged({"show_hidden": False, "show_stdout": True, "points_possible": 50}, 100)
-    path = tmp_path / "otter_config.json"
-    path.write_text(json.dumps(merged))
-    assert config.load(path) == config.Settings(show_hidden=False, show_stdout=True, points_possible=50)
-    path.write_text("{not json")
-    with pytest.raises(config.ConfigError, match="cannot read"):
-        config.load(path)
+def test_an_instructors_choice_is_kept_and_travels_in_the_resolved_spec(tmp_path):
+    spec, cosmetic = config.resolved(SPEC, {"show_hidden": False, "show_stdout": True, "points_possible": 50,
+                                            "timeout": 30, "budget": 100, "logo": False})
+    assert (spec.settings.show_hidden, spec.settings.show_stdout, spec.settings.points_possible) == (False, True, 50)
+    assert (spec.settings.call_timeout, spec.settings.budget, cosmetic) == (30, 100, {"logo": False})
+    shipped = tmp_path / "assignment.toml"
+    shipped.write_text(spec.to_toml())
+    assert load(shipped).settings == spec.settings and load(shipped).parts == spec.parts
+    otters = config.otter_config(spec, cosmetic)
+    assert (otters["show_hidden"], otters["points_possible"], otters["logo"]) == (False, 50, False)
 
 
 # --------------------------------------------------------------------------- what students see
 
-def engine_results(status="graded", message="") -> dict:
+def engine_results(status="graded", message="", visibility="after_published", flags=()) -> dict:
     tests = [
-        {"name": "Part 1: test_a", "score": 1.0, "max_score": 1.0, "status": "passed", "visibility": "visible"},
-        {"name": "Part 2: test_b", "score": 0.0, "max_score": 3.0, "status": "failed", "visibility": "visible"},
-        {"name": "Note", "score": 0.0, "max_score": 0.0, "status": "passed", "tags": ["public"]},
+        {"name": "Part 1: test_a", "score": 1.0, "max_score": 1.0, "status": "passed", "visibility": visibility},
+        {"name": "Part 2: test_b", "score": 0.0, "max_score": 3.0, "status": "failed", "visibility": visibility},
     ]
-    score = 1.0 if status == "graded" else 0.0
-    output = "Part 1 Scaling: 1 / 1\nPart 2 Masking: 0 / 3" if status == "graded" else \
+    score = 1.0 if status != "error" else 0.0
+    output = "Part 1 Scaling: 1 / 1\nPart 2 Masking: 0 / 3" if status != "error" else \
         f"Your submission could not be graded ({status}): {message}"
     row = {"status": status, "message": message, "max_score": 4.0, "score": score}
     return {"score": score, "output": output, "visibility": "visible", "tests": tests,
-            "extra_data": {"gradebook_row": row}}
+            "extra_data": {"gradebook_row": row, "flags": list(flags)}}
 
 
 def test_hidden_results_wait_for_publication_and_the_output_gives_no_score_away():
-    shown = gradescope_view.present(engine_results(), config.settings(config.default_config(4)), 3.14159)
-    assert [t["visibility"] for t in shown["tests"]] == ["after_published", "after_published", "after_published",
-                                                         "visible"]
+    shown = gradescope_view.present(engine_results(), SPEC, 3.14159)
+    assert [t["visibility"] for t in shown["tests"]] == ["after_published"] * 3
     summary = shown["tests"][0]
     assert summary["name"] == gradescope_view.SUMMARY_TITLE and summary["output"] == engine_results()["output"]
     assert "score" not in summary and "max_score" not in summary
     assert shown["visibility"] == "after_published" and shown["stdout_visibility"] == "hidden"
-    assert shown["output"] == gradescope_view.GRADED_NOTE and "Part 1" not in shown["output"]
+    assert shown["output"] == gradescope_view.GRADED_NOTE + gradescope_view.LATER_NOTES["after_published"]
+    assert "Part 1" not in shown["output"]
     assert shown["execution_time"] == 3.14 and shown["score"] == 1.0
     assert gradescope_schema.problems(shown) == []
 
 
+def test_a_part_shown_at_once_is_visible_while_the_summary_waits_for_the_most_guarded_part():
+    spec = spec_with(visibilities={1: "visible", 2: "after_due_date"})
+    shown = gradescope_view.present(engine_results(visibility="from the engine"), spec, 1.0)
+    assert gradescope_view.most_guarded(spec) == "after_published"   # parts 3 to 6 keep the default
+    assert shown["tests"][0]["visibility"] == "after_published"
+    assert [t["visibility"] for t in shown["tests"][1:]] == ["from the engine"] * 2   # the engine's, kept
+
+
 def test_never_shown_results_say_so_and_stdout_follows_show_stdout():
-    settings = config.settings({"show_hidden": False, "show_stdout": True})
-    shown = gradescope_view.present(engine_results(), settings, 1.0)
-    assert {t["visibility"] for t in shown["tests"][:3]} == {"hidden"} and shown["visibility"] == "hidden"
+    spec = spec_with(show_hidden=False, show_stdout=True)
+    shown = gradescope_view.present(engine_results(visibility="hidden"), spec, 1.0)
+    assert {t["visibility"] for t in shown["tests"]} == {"hidden"} and shown["visibility"] == "hidden"
     assert shown["stdout_visibility"] == "after_published"
-    assert shown["output"] == gradescope_view.NEVER_SHOWN_NOTE
 
 
-def test_a_submission_that_could_not_be_graded_is_told_why_at_once():
-    results = engine_results("error", "SyntaxError: invalid syntax (student/masking.py, line 3)")
-    shown = gradescope_view.present(results, config.settings(config.default_config(4)), 1.0)
-    assert shown["output"].startswith("Your submission could not be graded (error): SyntaxError")
-    assert "line 3" in shown["output"] and shown["score"] == 0.0
+@pytest.mark.parametrize("status", ["error", "timeout"])
+def test_a_submission_that_could_not_be_graded_or_ran_out_of_time_is_told_why_at_once_and_nothing_more(status):
+    message = "SyntaxError: invalid syntax (student/masking.py, line 3)" if status == "error" else \
+        "1 call(s) timed out: scaled_scores"
+    shown = gradescope_view.present(engine_results(status, message), SPEC, 1.0)
+    assert shown["output"].startswith(f"Your submission was received; grading ended with {status}. Reason: {message}")
+    assert [t["visibility"] for t in shown["tests"]] == ["after_published"] * 3   # the status changes nothing
+    assert "Part 1" not in shown["output"] and "/ 3" not in shown["output"]
+
+
+def test_flags_reach_the_instructor_in_an_entry_students_never_see():
+    shown = gradescope_view.present(engine_results(flags=["forbidden call: the manual path called x (test_a)"]),
+                                    SPEC, 1.0)
+    entry = shown["tests"][-1]
+    assert entry["name"] == gradescope_view.FLAGS_TITLE and entry["visibility"] == "hidden"
+    assert "forbidden call" in entry["output"] and gradescope_schema.problems(shown) == []
 
 
 def test_points_possible_scales_the_score_as_otter_does():
-    shown = gradescope_view.present(engine_results(), config.Settings(True, False, points_possible=20), 1.0)
+    shown = gradescope_view.present(engine_results(), spec_with(points_possible=20), 1.0)
     assert shown["score"] == pytest.approx(1.0 / 4.0 * 20)
-    unscaled = gradescope_view.present(engine_results(), config.Settings(True, False, points_possible=4), 1.0)
+    unscaled = gradescope_view.present(engine_results(), spec_with(points_possible=4), 1.0)
     assert unscaled["score"] == 1.0
 
 
 def test_presenting_leaves_the_engines_results_untouched():
     results = engine_results()
     before = copy.deepcopy(results)
-    gradescope_view.present(results, config.settings({}), 1.0)
+    gradescope_view.present(results, SPEC, 1.0)
     assert results == before

@@ -1,16 +1,15 @@
-"""grading_tests/scoring.py and the suite's points recorder, without running any submission."""
+"""autograder/scoring.py and the suite's points recorder (autograder/suite.py), without running any submission."""
 from types import SimpleNamespace
 
 import pytest
 
+from autograder import suite
 from autograder.otter import gradescope_schema
-from grading_tests import conftest as grading_conftest
-from grading_tests.scoring import (
+from autograder.scoring import (
     MESSAGE_LIMIT,
     NOT_RUN_SHOWN,
     NOT_RUN_TITLE,
     PART_POINTS,
-    PART_USES,
     TestOutcome,
     cascade_notes,
     clip_message,
@@ -119,14 +118,14 @@ def test_an_error_result_leads_with_the_error_keeps_the_maxima_and_says_it_once(
 
 def test_the_recorder_keeps_pytests_skip_reason_without_its_prefix():
     report = SimpleNamespace(longrepr=("grading_tests/test_part6_cuda.py", 57, "Skipped: needs a CUDA GPU"))
-    assert grading_conftest._skip_reason(report) == "needs a CUDA GPU"
+    assert suite._skip_reason(report) == "needs a CUDA GPU"
 
 
 def test_parts_using_follows_the_calls_transitively():
     assert parts_using(1) == {2, 5, 6}
     assert parts_using(3) == {5, 6}
     assert parts_using(6) == set()
-    assert all(part not in parts_using(part) for part in PART_USES)
+    assert all(part not in parts_using(part) for part in PART_POINTS)
 
 
 def test_a_failing_part_that_others_use_is_named_as_the_root():

@@ -1,5 +1,6 @@
 """python -m autograder selfcheck: passes on this checkout (--quick: one bug per part), and fails, with
 a non-zero exit, when a bug no longer costs points, a "correct" variant is wrong, or the handout leaks."""
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -41,13 +42,22 @@ def test_selfcheck_fails_when_a_bug_costs_nothing_or_a_variant_is_wrong(dist, tm
     assert "  ok  " in verdicts["reference"]
     assert "FAIL" in verdicts["bug-harmless"] and "part 1: 10" in verdicts["bug-harmless"]
     assert "FAIL" in verdicts["variant-not-really"]
-    assert "2 passed, 2 failed" in table   # the handout and the reference pass
+    assert "5 passed, 2 failed" in table   # what students get (the handout, its view, its checks) and the reference
+
+
+
+def leaking_handout(folder, readme: str):
+    """A copy of handout/ whose README says something it must not."""
+    shutil.copytree(packaging.HANDOUT_DIR, folder)
+    (folder / "README.md").write_text(readme)
+    return folder
 
 
 @pytest.mark.slow
 def test_selfcheck_fails_when_the_handout_would_leak(tmp_path, monkeypatch):
     hidden = sorted(leaks.hidden_test_names())[0]
-    monkeypatch.setattr(packaging, "STUDENT_README", f"Hint: the grader runs {hidden}.\n")
+    readme = f"Hint: the grader runs {hidden}.\n"
+    monkeypatch.setattr(packaging, "HANDOUT_DIR", leaking_handout(tmp_path / "leaking-handout", readme))
     verdicts = selfcheck.selfcheck(tmp_path, quick=True)
     assert [(v.name, v.ok) for v in verdicts] == [("build", False)]
     assert "leak" in verdicts[0].got

@@ -6,8 +6,8 @@ import pytest
 
 from autograder import selfcheck, zoo_report
 from autograder.paths import REPO
+from autograder.scoring import TestOutcome, gradescope_results, score_outcomes
 from autograder.zoo.bugs import BUGS
-from grading_tests.scoring import TestOutcome, gradescope_results, score_outcomes
 
 
 def results(*failing):

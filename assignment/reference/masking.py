@@ -133,8 +133,8 @@ def scaled_dot_product_attention(
           float32 and cast back.
         - Autograd works (gradients reach q, k and v).
         - q, k, v and mask are never modified in place.
-        - Do not call torch.nn.functional.scaled_dot_product_attention here. Such a call earns
-          no points and costs none, but the grader flags it for your instructor to read.
+        - Do not call torch.nn.functional.scaled_dot_product_attention here (nor nn.MultiheadAttention):
+          a hidden test during which your code calls it earns no points, and your instructor sees it flagged.
     """
     # BEGIN SOLUTION
     scores = scaled_scores(q, k, scale)

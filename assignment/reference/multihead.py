@@ -87,6 +87,12 @@ class MultiHeadAttention(nn.Module):
         (self.training), with probability `dropout`. With fused=True the
         attention itself must go through self._fused_attention.
 
+        The manual path (fused=False) must not call
+        torch.nn.functional.scaled_dot_product_attention, F.multi_head_attention_forward or
+        nn.MultiheadAttention; the fused path must call
+        torch.nn.functional.scaled_dot_product_attention. A hidden test during which a path
+        breaks this earns no points, and your instructor sees it flagged.
+
         Rules (the grader checks each one):
             - Works in float16, bfloat16, float32 and float64 (after module.to(dtype));
               the output has the dtype of x and lives on the device of x.

@@ -8,7 +8,7 @@ import pathlib
 from dataclasses import dataclass
 
 from autograder.engine.sanitize import FORMULA_STARTS
-from grading_tests.scoring import PART_POINTS
+from autograder.scoring import PART_POINTS
 
 PARTS = tuple(PART_POINTS)
 EPSILON = 1e-6

@@ -13,8 +13,9 @@ import time
 from autograder.engine import gradebook, isolation, processes, submissions
 from autograder.engine.limits import Limits
 from autograder.engine.outcome import Outcome
-from autograder.engine.pool import Settings, Template
+from autograder.engine.pool import Template
 from autograder.engine.progress import Progress
+from autograder.engine.run_settings import Settings
 from autograder.paths import REPO
 
 # Closed to other users when the sandboxes have their own user id (root): each must be unreadable to them.
@@ -38,8 +39,10 @@ def isolation_note(plan: isolation.Plan, out: pathlib.Path, paths: list[str], so
     return note + ("; the sandbox can read " + ", ".join(leaks) if leaks else "")
 
 
-def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None) -> tuple[list[dict], str]:
-    """Grade everything under paths that out/ has no result for yet; returns (all rows, isolation note)."""
+def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
+              keep: str | None = None) -> tuple[list[dict], str]:
+    """Grade everything under paths that out/ has no result for yet; returns (all rows, isolation note).
+    keep: a folder that gets, per submission, its trusted-side pytest log and its sandboxes' output."""
     for raw in paths:
         if not os.path.lexists(raw):
             raise FileNotFoundError(f"{raw}: no such file or folder")
@@ -59,7 +62,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None)
         rows = [{**done[s.source], **gradebook.identity(s)} for s in found if s.source in done]
         todo = [s for s in found if s.source not in done]
         progress = Progress(len(todo), len(rows), progress_stream)
-        rows += _grade(template, todo, out, workers, limits, note, list(rows), progress)
+        rows += _grade(template, todo, out, workers, limits, note, list(rows), progress, keep)
         progress.close()
     finally:
         template.close()
@@ -78,7 +81,8 @@ def _remove_roots(sandbox_root: str, trusted_root: str) -> None:
         os.rmdir(sandbox_root)
 
 
-def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier_rows, progress) -> list[dict]:
+def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier_rows, progress,
+           keep: str | None = None) -> list[dict]:
     """Run up to `workers` submissions at once; write each result as soon as it is in."""
     waiting = collections.deque(todo)
     running = {}   # result fd -> (submission, job)
@@ -98,7 +102,8 @@ def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier
         while waiting and len(running) < workers:
             submission = waiting.popleft()
             try:
-                job = template.start(submission.location, time.monotonic() + allowed)
+                kept = os.path.join(os.path.abspath(keep), submission.slug) if keep else None
+                job = template.start(submission.location, time.monotonic() + allowed, kept)
             except (OSError, RuntimeError) as error:   # the template is gone: every row still gets written
                 record(submission, Outcome.failed(f"grader error: could not start grading ({error})"))
                 continue

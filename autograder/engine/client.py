@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from autograder.engine import messages, processes, protocol, replies, sanitize
 from autograder.engine.limits import Limits
 from autograder.engine.messages import Broken, CallRequest, Failure, ModuleRequest, Ready
-from grading_tests.gateway import CallOptions, Gateway, StudentError, module_arguments, run_options
+from autograder.gateway import CallOptions, Gateway, StudentError, module_arguments, module_path, run_options
 
 SPAWNED = struct.Struct("!q?")   # a sandbox handed over: its pid, and whether torch's meta device is warm in it
 NOTES_KEPT = 20
@@ -80,7 +80,7 @@ class SandboxGateway(Gateway):
         request = CallRequest(function, args, dict(kwargs or {}), **run_options(options))
         reply = self._request(function, request, messages.CallReply)
         result = self._checked(function, lambda: replies.call_result(reply, args, options.device))
-        self.note_attention(options, reply.attention_calls)
+        self.note_path("manual", reply.attention_calls)
         return result
 
     def run_module(self, spec, options=CallOptions()):
@@ -88,7 +88,7 @@ class SandboxGateway(Gateway):
         reply = self._request(label, ModuleRequest(**module_arguments(spec), **run_options(options)),
                               messages.ModuleReply)
         result = self._checked(label, lambda: replies.module_result(reply, spec.forward_kwargs, options.device))
-        self.note_attention(options, reply.attention_calls)
+        self.note_path(module_path(spec), reply.attention_calls)
         return result
 
     # ------------------------------------------------------------------ plumbing

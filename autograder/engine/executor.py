@@ -15,15 +15,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
-# The graded names of the student API (the docstrings of the student/ package state it).
-FUNCTIONS = (
-    "scaled_scores", "causal_mask", "padding_mask", "apply_mask", "scaled_dot_product_attention",
-    "split_heads", "merge_heads", "expand_padding_mask",
-)
-MODULE_CLASS = "MultiHeadAttention"
-# Torch's own attention, whichever way it is reached through torch's Python API.
+from assignment.spec import SPEC
+
+# The graded names of the student API, from the assignment's declaration (the student/ docstrings state them).
+FUNCTIONS = SPEC.functions
+MODULE_CLASS = SPEC.module_class
+# Torch's own attention, as its Python API names it (seen by a torch function mode) ...
 ATTENTION_FUNCTIONS = ("scaled_dot_product_attention", "multi_head_attention_forward", "_native_multi_head_attention")
+# ... and as the dispatcher sees it, even when the torch function mode is switched off (DisableTorchFunction):
+# SDPA's kernels (and the masked softmax of its math backend), the native multi-head attention kernels.
+ATTENTION_KERNELS = {prefix: "scaled_dot_product_attention"
+                     for prefix in ("_scaled_dot_product", "_safe_softmax", "_flash_attention", "_efficient_attention")}
+ATTENTION_KERNELS.update({prefix: "_native_multi_head_attention"
+                          for prefix in ("_native_multi_head_attention", "_transformer_encoder_layer_fwd")})
 SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
                  "math": "MATH"}
 MESSAGE_CHARS = 2000
@@ -77,6 +83,32 @@ class _AttentionWatch(torch.overrides.TorchFunctionMode):
         if name in ATTENTION_FUNCTIONS and name not in self.seen:
             self.seen.append(name)
         return func(*args, **(kwargs or {}))
+
+
+class _KernelWatch(TorchDispatchMode):
+    """Notes every attention kernel the dispatcher runs, however the call was made; changes nothing."""
+
+    def __init__(self, seen: list[str]):
+        super().__init__()
+        self.seen = seen
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False   # else torch wraps __torch_dispatch__ in a Dynamo guard whose first use imports Dynamo (1.5 s)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func.__name__
+        for prefix, called in ATTENTION_KERNELS.items():
+            if name.startswith(prefix) and called not in self.seen:
+                self.seen.append(called)
+        return func(*args, **(kwargs or {}))
+
+
+@contextlib.contextmanager
+def watching_attention(seen: list[str]):
+    """Note in `seen` the names of torch's attention functions that the code run inside calls."""
+    with _AttentionWatch(seen), _KernelWatch(seen):
+        yield
 
 
 @contextlib.contextmanager
@@ -161,7 +193,7 @@ def execute_call(student, function: str, args=(), kwargs=None, *, device: str = 
     seen: list[str] = []
     torch.manual_seed(seed)
     try:
-        with _AttentionWatch(seen), restricting_sdpa(sdpa_backend):
+        with watching_attention(seen), restricting_sdpa(sdpa_backend):
             value = getattr(student, function)(*args, **kwargs)
             grads = _gradients(value, grad_outputs, differentiable) if wants_grad else None
         return ExecutedCall(
@@ -201,7 +233,7 @@ def execute_module(student, *, init_kwargs: dict, state_dict=None, forward_kwarg
                 value.requires_grad_(True)
         torch.manual_seed(seed)
         input_grads = param_grads = None
-        with _AttentionWatch(seen), restricting_sdpa(sdpa_backend):
+        with watching_attention(seen), restricting_sdpa(sdpa_backend):
             output = module(**inputs)
             if wants_grad:
                 names = [k for k, v in inputs.items() if isinstance(v, torch.Tensor) and v.requires_grad]

@@ -27,7 +27,7 @@ from autograder.engine import chart
 from autograder.engine.files import atomic_write
 from autograder.engine.outcome import Outcome
 from autograder.engine.sanitize import csv_cell, printable
-from grading_tests.scoring import PART_POINTS, PART_TITLES, error_results
+from autograder.scoring import PART_POINTS, PART_TITLES, error_results
 
 STATUSES = ("graded", "error", "timeout")
 MAX_ATTEMPTS = 2    # an engine failure is graded again by the next run, once; then its error row stays
@@ -60,7 +60,7 @@ def results_document(outcome: Outcome, row: dict) -> dict:
         document = error_results(row["status"], row["message"],
                                  extra_output="\n".join(f"Flagged: {flag}" for flag in outcome.flags))
     document["execution_time"] = round(outcome.seconds, 2)
-    document["extra_data"] = {"gradebook_row": row}
+    document["extra_data"] = {"gradebook_row": row, "flags": [printable(flag, limit=300) for flag in outcome.flags]}
     return document
 
 

@@ -1,5 +1,8 @@
 """The engine's limits, and the rlimits that enforce some of them in the sandbox and in the trusted process.
 
+The three a course may change (the per-call timeout, the budget, the memory) default to the spec's settings
+(assignment/assignment.toml); the batch command's flags override them for one run.
+
 Student code is timed by its own CPU time (the sandbox's processes, measured from outside
 by processes.tree_cpu_seconds), so a loaded machine never turns into the student's timeout;
 a generous wall-clock cap stops code that sleeps or waits instead of computing.
@@ -11,13 +14,15 @@ import resource
 import signal
 from dataclasses import dataclass
 
+from assignment.spec import SPEC
+
 
 @dataclass(frozen=True)
 class Limits:
-    call_timeout: float = 10.0          # CPU seconds per call into student code (and per import)
+    call_timeout: float = SPEC.settings.call_timeout    # CPU seconds per call into student code (and per import)
     wall_factor: float = 6.0            # a call may take this many times call_timeout of wall-clock time
-    budget: float = 240.0               # CPU seconds of student code per submission
-    memory_bytes: int = 4 << 30         # address space of each sandbox process (RLIMIT_AS)
+    budget: float = SPEC.settings.budget                # CPU seconds of student code per submission
+    memory_bytes: int = int(SPEC.settings.memory_gb * 2**30)   # address space of each sandbox process (RLIMIT_AS)
     scratch_bytes: int = 256 << 20      # the box's private tmpfs: its scratch folder, /tmp, /var/tmp, /dev/shm
     ipc_bytes: int = 64 << 20           # System V shared memory in the box's own IPC namespace
     max_processes: int = 32             # processes and threads of the sandbox's user (RLIMIT_NPROC)

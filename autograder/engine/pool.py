@@ -17,19 +17,11 @@ import sys
 from dataclasses import dataclass, field, replace
 
 from autograder.engine import isolation, processes
-from autograder.engine.limits import Limits
 from autograder.engine.outcome import Outcome
+from autograder.engine.run_settings import Settings
 
 PID = struct.Struct("!q")
 PLAN_LENGTH = struct.Struct("!I")
-
-
-@dataclass(frozen=True)
-class Settings:
-    limits: Limits
-    plan: isolation.Plan | None  # the layers every sandbox applies (isolation.probe; Template.set_plan)
-    sandbox_root: str            # 0711: sandboxes can enter their own folder but list nothing
-    trusted_root: str            # 0700: the trusted processes' scratch space
 
 
 @dataclass
@@ -67,10 +59,11 @@ class Template:
         data = plan.to_json().encode()
         self.control.sendall(PLAN_LENGTH.pack(len(data)) + data)
 
-    def start(self, source: str, deadline: float) -> Job:
+    def start(self, source: str, deadline: float, keep: str | None = None) -> Job:
+        """Grade source in a new worker; keep: a folder for its pytest log and its sandboxes' output."""
         read_end, write_end = os.pipe()
         try:
-            socket.send_fds(self.control, [os.fsencode(source)], [write_end])
+            socket.send_fds(self.control, [os.fsencode(source) + b"\0" + os.fsencode(keep or "")], [write_end])
         finally:
             os.close(write_end)
         reply = self.control.recv(PID.size, socket.MSG_WAITALL)
@@ -104,12 +97,12 @@ def _template_main(control: socket.socket, settings: Settings, parent: int) -> N
             if served:
                 worker.prepare_template()    # once a second worker is wanted: from then on all start warm
             served += 1
-            source = os.fsdecode(message)
+            source, keep = (os.fsdecode(part) for part in message.split(b"\0", 1))
             template = os.getpid()
             pid = os.fork()
             if pid == 0:
                 control.close()
-                _worker_main(source, fds[0], settings, template)
+                _worker_main(source, keep or None, fds[0], settings, template)
             os.close(fds[0])
             control.sendall(PID.pack(pid))
             processes.reap(block=False)
@@ -125,14 +118,14 @@ def _receive_plan(control: socket.socket) -> str:
     return control.recv(size, socket.MSG_WAITALL).decode()
 
 
-def _worker_main(source: str, result_fd: int, settings: Settings, parent: int) -> None:
+def _worker_main(source: str, keep: str | None, result_fd: int, settings: Settings, parent: int) -> None:
     code = 0
     try:
         from autograder.engine import worker
 
         processes.die_with_parent(parent)
         os.setpgid(0, 0)   # the batch can kill this worker and its trusted process in one go
-        data = worker.grade_one(source, settings, private_fds=(result_fd,)).to_json().encode()
+        data = worker.grade_one(source, settings, private_fds=(result_fd,), keep=keep).to_json().encode()
         view = memoryview(data)
         while view:
             view = view[os.write(result_fd, view):]

@@ -12,7 +12,7 @@ import torch
 from autograder.engine.executor import flat_tensors
 from autograder.engine.messages import CallReply, ModuleReply
 from autograder.engine.protocol import ProtocolError
-from grading_tests.gateway import CallResult, ModuleResult, mutated_names, mutated_positions, shapes_of
+from autograder.gateway import CallResult, ModuleResult, mutated_names, mutated_positions, shapes_of
 
 
 def call_result(reply: CallReply, args: tuple, device: str) -> CallResult:

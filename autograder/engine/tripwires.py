@@ -93,13 +93,11 @@ class Tripwires:
                 self._note(f"tampering: set {getattr(args[0], '__qualname__', type(args[0]).__name__)}.{args[1]}")
 
     def _student_did_it(self) -> bool:
-        """Whether the submission's own code is on the stack (torch's lazy imports set attributes too)."""
-        frame = sys._getframe(2)
-        while frame is not None:
-            if frame.f_code.co_filename.startswith(self.student):
-                return True
-            frame = frame.f_back
-        return False
+        """Whether the submission's own code made the change: the frame that raised the event is the student's.
+        (Torch imports modules lazily, inside student calls, and those imports set attributes of their own
+        classes: with the student's code only somewhere below on the stack, that is not the student's doing.)"""
+        caller = sys._getframe(3)   # 0 this, 1 _look, 2 _hook, 3 the code that set the attribute
+        return caller.f_code.co_filename.startswith(self.student)
 
     def _inside(self, path: str) -> bool:
         full = os.path.abspath(path)

@@ -1,7 +1,7 @@
 """The trusted grading process of one submission: runs the hidden suite with the sandbox gateway.
 
 Forked per submission from the template, so every submission starts from the same clean state
-(same scores whatever ran before or in parallel). It is the only process that imports
+(same scores whatever ran before or in parallel). It is the only process that runs
 grading_tests; student code never runs here. It has limits of its own (limits.py), so even a
 forged answer that got past every check could not make it allocate or compute without bound.
 """
@@ -37,16 +37,6 @@ class _SecondDeviceLast:
         items.sort(key=lambda item: item.get_closest_marker("second_device") is not None)
 
 
-class _ReportGrabber:
-    """pytest plugin: keeps the points report of the suite's PointsRecorder."""
-
-    report = None
-
-    def pytest_sessionfinish(self, session):
-        recorder = session.config.pluginmanager.get_plugin("attention-points")
-        self.report = recorder.report() if recorder is not None else None
-
-
 def run(control, work_dir: str, limits: Limits, plan: isolation.Plan) -> None:
     """Body of the forked trusted process: grade, write work_dir/result.json, never return."""
     code = 0
@@ -70,26 +60,21 @@ def grade(control, limits: Limits, plan: isolation.Plan) -> Outcome:
         sys.path.insert(0, str(REPO))
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     from autograder.engine.client import SandboxGateway, SessionLog, Spawner
-    from grading_tests import conftest
-    from grading_tests.scoring import error_results, gradescope_results
+    from autograder.scoring import error_results, gradescope_results
+    from autograder.suite import GradingPlugin
 
     log = SessionLog()
-    gateways = []
-
-    def factory(_config):
-        gateways.append(SandboxGateway(Spawner(control), limits, log))
-        return gateways[-1]
-
-    conftest.set_gateway_factory(factory)
-    grabber = _ReportGrabber()
-    exit_code = int(pytest.main([str(GRADING_DIR), *PYTEST_ARGS], plugins=[grabber, _SecondDeviceLast()]))
-    for gateway in gateways:
+    plugin = GradingPlugin(lambda _config: SandboxGateway(Spawner(control), limits, log))
+    exit_code = int(pytest.main([str(GRADING_DIR), *PYTEST_ARGS], plugins=[plugin, _SecondDeviceLast()]))
+    for gateway in plugin.gateways:
         gateway.close()
-    flags = flags_of(log, [flag for gateway in gateways for flag in gateway.flags])
-    status, message = judge(log, limits, exit_code, grabber.report)
-    if grabber.report is None or log.broken is not None:
+    with open("sandbox-output.txt", "wb") as handle:   # in the trusted process's own folder, for --keep
+        handle.write(bytes(log.output))
+    report = plugin.report() if plugin.outcomes else None
+    flags = flags_of(log, plugin.flags())
+    status, message = judge(log, limits, exit_code, report)
+    if report is None or log.broken is not None:
         return Outcome("error", message, engine_failure=True, flags=flags)
-    report = grabber.report
     if log.import_failure is not None:   # every test failed for the same reason: say it once, at the top
         results = error_results(status, message, report.part_scores, extra_output=feedback_notes(log, plan, flags))
     else:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from autograder.engine import isolation, processes, sandbox, submissions
 from autograder.engine.client import SPAWNED
 from autograder.engine.outcome import Outcome
-from autograder.engine.pool import Settings
+from autograder.engine.run_settings import Settings
 
 
 def prepare_template(*, full: bool = True) -> None:
@@ -37,10 +37,14 @@ def prepare_template(*, full: bool = True) -> None:
         sandbox.warm_up_meta()
 
 
-def grade_one(source: str, settings: Settings, private_fds=()) -> Outcome:
+KEPT = ("pytest.log", "sandbox-output.txt")   # what the trusted process leaves in its folder, for --keep
+
+
+def grade_one(source: str, settings: Settings, private_fds=(), keep: str | None = None) -> Outcome:
     """Grade one submission (a folder or a zip).
 
     private_fds: descriptors of the caller that the trusted process must not inherit.
+    keep: a folder to copy the trusted process's pytest log and the sandboxes' output into.
     """
     started = time.monotonic()
     private_dir = tempfile.mkdtemp(prefix="sub-", dir=settings.sandbox_root)
@@ -58,12 +62,25 @@ def grade_one(source: str, settings: Settings, private_fds=()) -> Outcome:
             outcome.flags = [*unpacked.flags, *outcome.flags]
             if unpacked.note:
                 outcome.message = "; ".join(filter(None, [unpacked.note, outcome.message]))
+        if keep:
+            _keep(work_dir, keep)
+        if outcome.engine_failure:
+            outcome.message += (f"; the whole story: {os.path.join(keep, KEPT[0])}" if keep else
+                                "; grade it again with --keep DIR to keep its pytest log")
     finally:
         # Written by this process only: no sandbox could ever write there (read-only to them).
         shutil.rmtree(private_dir, ignore_errors=True)
         shutil.rmtree(work_dir, ignore_errors=True)
     outcome.seconds = round(time.monotonic() - started, 3)
     return outcome
+
+
+def _keep(work_dir: str, keep: str) -> None:
+    """Copy what the trusted process left (written by trusted code only) into the kept folder."""
+    os.makedirs(keep, exist_ok=True)
+    for name in KEPT:
+        if os.path.isfile(os.path.join(work_dir, name)):
+            shutil.copyfile(os.path.join(work_dir, name), os.path.join(keep, name))
 
 
 def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fds) -> Outcome:

@@ -11,6 +11,7 @@ which third-party packages the Gradescope image must install (autograder.otter.i
 from __future__ import annotations
 
 import ast
+import json
 import pathlib
 import sys
 
@@ -52,11 +53,25 @@ def missing_imports(root: pathlib.Path, files: list[str], packages: tuple[str, .
 
 def third_party_imports(root: pathlib.Path, files: list[str], packages: tuple[str, ...]) -> dict[str, list[str]]:
     """Top-level names of the modules outside the standard library and our packages that the .py files
-    import (anywhere, also inside functions) -> the files importing each."""
+    (and the code cells of .ipynb files) import, anywhere, also inside functions -> the files importing each."""
     found: dict[str, list[str]] = {}
-    for name in sorted(f for f in files if f.endswith(".py")):
-        tree = ast.parse((root / name).read_text(), filename=name)
+    for name in sorted(f for f in files if f.endswith((".py", ".ipynb"))):
+        text = (root / name).read_text()
+        tree = ast.parse(notebook_code(text) if name.endswith(".ipynb") else text, filename=name)
         for top in sorted({module.split(".")[0] for module in _imported_modules(tree)}):
             if top not in packages and top not in sys.stdlib_module_names:
                 found.setdefault(top, []).append(name)
     return found
+
+
+def notebook_code(text: str) -> str:
+    """The Python of a notebook's code cells, IPython's magics and shell lines left out."""
+    cells = json.loads(text)["cells"]
+    lines = [line for cell in cells if cell["cell_type"] == "code"
+             for line in "".join(cell["source"]).splitlines() if not line.lstrip().startswith(("%", "!"))]
+    return "\n".join(lines) + "\n"
+
+
+# The distribution (requirements.txt name) of each third-party module a shipped file may import.
+DISTRIBUTIONS = {"torch": "torch", "numpy": "numpy", "pytest": "pytest", "yaml": "PyYAML", "PIL": "pillow",
+                 "matplotlib": "matplotlib"}

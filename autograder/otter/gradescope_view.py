@@ -1,59 +1,70 @@
-"""What Gradescope shows a student: the engine's results.json, with the instructor's otter_config applied.
+"""What Gradescope shows a student, and when: the engine's results.json with the course's settings applied.
 
-    present(results, settings, seconds) -> the results.json Gradescope reads
+    present(results, spec, seconds) -> the results.json Gradescope reads
 
-Every test of the grading suite is a hidden test (students have their own public checks in student/tests),
-so each result takes the visibility the instructor chose for hidden tests (config.Settings: otter's
-show_hidden, after_published by default); a test the engine tags "public" stays visible. While hidden
-results are not shown, the top-level output would give the score away, so it says only whether the
-submission was graded, and why not when it could not be (the student can fix that before the deadline);
-the engine's summary (points per part, which part to fix first) becomes the first test entry, worth no
-points, shown with the hidden tests.
-The autograder's stdout follows otter's show_stdout. points_possible scales the score as otter does.
+Every test entry keeps the visibility the spec gives its part (autograder/scoring.py writes it: a part's own
+`visibility`, else show_hidden's after_published or hidden). What the student may read at once is fixed, and
+never depends on a status the student's code controls: that the submission was graded, or, when it could
+not be graded or ran out of time, the gradebook's one-line reason (which holds no score), so it can be
+fixed before the deadline. The engine's summary (points per part, which part to fix first) becomes the
+first entry, worth no points, shown when the most guarded part is; the instructor's flags become an entry
+students never see (Gradescope's "hidden": instructors see it in full). The autograder's stdout follows
+show_stdout; points_possible scales the score as otter does.
 """
 from __future__ import annotations
 
 import copy
 
-from autograder.otter.config import Settings
+from assignment.spec import VISIBILITIES, Spec
 
-PUBLIC_TAG = "public"
 SUMMARY_TITLE = "Summary by part (worth no points of its own)"
-GRADED_NOTE = ("Your submission was received and graded. The results of the hidden tests will be shown "
-               "here when your instructor publishes the grades.")
-NEVER_SHOWN_NOTE = "Your submission was received and graded."
+FLAGS_TITLE = "Flagged for the instructor (never shown to students)"
+GRADED_NOTE = "Your submission was received and graded."
+# When the results not shown at once will be (the parts' visibilities, the latest that applies).
+LATER_NOTES = {"after_published": " The results of the hidden tests will be shown here when your instructor "
+                                   "publishes the grades.",
+               "after_due_date": " The results of the hidden tests will be shown here after the due date."}
+REASON_STATUSES = ("error", "timeout")
 
 
 def _row(results: dict) -> dict:
     return (results.get("extra_data") or {}).get("gradebook_row") or {}
 
 
-def graded(results: dict) -> bool:
-    return _row(results).get("status", "graded") == "graded"
+def most_guarded(spec: Spec) -> str:
+    """The visibility of what concerns every part (the summary): that of the most guarded part."""
+    return max((spec.visibility(number) for number in spec.numbers), key=VISIBILITIES.index)
 
 
-def immediate_output(results: dict, settings: Settings) -> str:
-    """What a student may read at once: that grading happened, or why it could not."""
-    if not graded(results):
-        return results.get("output", "") or "Your submission could not be graded."
-    return GRADED_NOTE if settings.show_hidden else NEVER_SHOWN_NOTE
+def immediate_output(results: dict, spec: Spec) -> str:
+    """What a student may read at once: that grading happened and, for an error or a timeout, why (one line
+    of the gradebook, which holds no score)."""
+    row = _row(results)
+    status = row.get("status", "graded")
+    note = GRADED_NOTE if status == "graded" else f"Your submission was received; grading ended with {status}."
+    if status in REASON_STATUSES and row.get("message"):
+        note += f" Reason: {row['message']}"
+    later = {spec.visibility(number) for number in spec.numbers}
+    return note + next((LATER_NOTES[when] for when in LATER_NOTES if when in later), "")
 
 
-def present(results: dict, settings: Settings, seconds: float) -> dict:
+def present(results: dict, spec: Spec, seconds: float) -> dict:
     """A copy of the engine's results.json as Gradescope should show it; `seconds`: the grading's wall time."""
     shown = copy.deepcopy(results)
-    hidden = settings.hidden_test_visibility
-    for test in shown.get("tests", []):
-        test["visibility"] = "visible" if PUBLIC_TAG in test.get("tags", ()) else hidden
-    # The assignment-level default: a test without its own visibility is a hidden one.
-    shown["visibility"] = hidden
-    shown["stdout_visibility"] = settings.stdout_visibility
-    shown["output"] = immediate_output(results, settings)
-    if graded(results) and results.get("output"):
-        shown["tests"] = [{"name": SUMMARY_TITLE, "output": results["output"], "visibility": hidden},
-                          *shown.get("tests", [])]
+    summary_visibility = most_guarded(spec)
+    shown["visibility"] = summary_visibility
+    shown["stdout_visibility"] = "after_published" if spec.settings.show_stdout else "hidden"
+    shown["output"] = immediate_output(results, spec)
+    tests = shown.get("tests", [])
+    if results.get("output"):
+        tests.insert(0, {"name": SUMMARY_TITLE, "output": results["output"], "visibility": summary_visibility})
+    flags = (results.get("extra_data") or {}).get("flags") or []
+    if flags:
+        tests.append({"name": FLAGS_TITLE, "output": "\n".join(f"- {flag}" for flag in flags), "visibility": "hidden"})
+    shown["tests"] = tests
     possible = _row(results).get("max_score") or sum(t.get("max_score", 0) for t in results.get("tests", []))
-    if settings.points_possible is not None and possible and settings.points_possible != possible:
-        shown["score"] = results["score"] / possible * settings.points_possible
+    target = spec.settings.points_possible
+    if target is not None and possible and target != possible:
+        shown["score"] = results["score"] / possible * target
     shown["execution_time"] = round(seconds, 2)
     return shown

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from autograder.otter import closure
+
 # Where setup.sh puts the grader's Python; run_autograder uses it unless AUTOGRADER_PYTHON names another
 # (the harness emulation points it at the current interpreter: autograder.otter.harness).
 VENV = "/opt/attention-grader"
@@ -23,7 +25,7 @@ PYTHON_VERSION = "3.11"
 APT_PACKAGES = (f"python{PYTHON_VERSION}", f"python{PYTHON_VERSION}-venv")
 CPU_INDEX = "--extra-index-url=https://download.pytorch.org/whl/cpu"
 # The import name of each third-party package the grader may import -> its name in requirements.txt.
-DISTRIBUTIONS = {"torch": "torch", "numpy": "numpy", "pytest": "pytest", "yaml": "PyYAML", "PIL": "pillow"}
+DISTRIBUTIONS = {module: closure.DISTRIBUTIONS[module] for module in ("torch", "numpy", "pytest", "yaml", "PIL")}
 # Needed though no shipped file imports it: torch's NumPy bridge (torch warns on import without it).
 ALSO_NEEDED = ("numpy",)
 # Shipped, but run only by `otter run` on an instructor's machine (which has otter), never in the image.
@@ -52,13 +54,20 @@ def needed_modules(imports: dict[str, list[str]]) -> list[str]:
 def requirements(modules: list[str], pins: list[str]) -> str:
     """The image's requirements.txt: the CPU index, then the repository's pin of each needed package
     (torch as its +cpu build)."""
+    return requirements_for(sorted({DISTRIBUTIONS[m] for m in modules}), pins, cpu_torch=True)
+
+
+def requirements_for(distributions: list[str], pins: list[str], *, cpu_torch: bool) -> str:
+    """A requirements.txt of these distributions: the CPU index, then the repository's exact pin of each
+    (torch as its +cpu build when cpu_torch; else the plain pin, which the CPU index satisfies on Linux and
+    PyPI everywhere else)."""
     by_name = {requirement_name(line): line.strip() for line in pins}
     lines = [CPU_INDEX]
-    for name in sorted({DISTRIBUTIONS[m].lower() for m in modules}):
+    for name in sorted({d.lower() for d in distributions}):
         pin = by_name.get(name)
         if pin is None or "==" not in pin:
-            raise ImageError(f"requirements.txt pins no exact version of {name}, which the grader imports")
-        if name == "torch":
+            raise ImageError(f"requirements.txt pins no exact version of {name}, which is imported")
+        if name == "torch" and cpu_torch:
             pin = f"torch=={pin.split('==', 1)[1].split('+')[0]}+cpu"
         lines.append(pin)
     return "\n".join(lines) + "\n"

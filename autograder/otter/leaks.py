@@ -4,7 +4,7 @@
 
 What counts as hidden, all read from the repository at check time:
 - any file under grading_tests/ or assignment/, by path or by identical content;
-- the solution markers, and every substantial line inside a `# BEGIN SOLUTION` block of the reference;
+- the solution markers, and every substantial line inside a graded `# BEGIN SOLUTION` block of the reference;
 - the names of hidden tests (test functions of grading_tests/ that the public checks do not share);
 - numeric literals of the hidden suite with 4+ significant digits that the public checks do not show.
 """
@@ -16,7 +16,7 @@ import re
 import zipfile
 
 from autograder.paths import GRADING_DIR, REFERENCE_DIR, REPO
-from autograder.stubs import BEGIN, END
+from autograder.stubs import BEGIN, END, solution_blocks
 
 PUBLIC_TESTS_DIR = REPO / "student" / "tests"
 # A solution line shorter than this (`return x`, `S = L`) says nothing about the solution.
@@ -25,18 +25,14 @@ NUMBER = re.compile(r"(?<![\w.])-?\d+\.\d+(?:e-?\d+)?")
 
 
 def solution_lines() -> set[str]:
-    """Stripped lines inside solution blocks of the reference, long enough to be telling."""
+    """Stripped lines inside the graded solution blocks of the reference, long enough to be telling (a block
+    of a function no part grades is handed out as given code)."""
     lines = set()
     for module in sorted(REFERENCE_DIR.glob("*.py")):
-        inside = False
-        for line in module.read_text().splitlines():
-            marker = line.strip()
-            if marker == BEGIN:
-                inside = True
-            elif marker == END:
-                inside = False
-            elif inside and len(marker) >= MIN_SOLUTION_LINE and not marker.startswith("#"):
-                lines.add(marker)
+        for block in solution_blocks(module.read_text()):
+            if block.part is not None:
+                lines.update(line.strip() for line in block.lines
+                             if len(line.strip()) >= MIN_SOLUTION_LINE and not line.strip().startswith("#"))
     return lines
 
 

@@ -1,17 +1,22 @@
 """Assemble what instructors hand out and upload: the student notebook, the handout zip, autograder.zip.
 
-    student_notebook(master, dest)          otter assign -> the student version of the master notebook
-    build_handout(zip_path, notebook)       student/ (stubs, public checks) + notebook + requirements
-    build_autograder_zip(zip_path, otter_config_overrides)
-                                            engine, hidden suite, otter_config.json, setup.sh and
-                                            run_autograder for Gradescope's image (autograder.otter.image)
+    student_notebook(master, dest, spec)    otter assign -> the student version of the master notebook
+                                            (the spec's parts only; no Otter question with its own tests)
+    build_handout(zip_path, notebook, spec) student/ (stubs, the public checks of the spec's parts) + notebook
+                                            + README + bench.py + requirements.txt (what the handout imports)
+    build_autograder_zip(zip_path, spec)    engine, hidden suite, the resolved spec, otter_config.json,
+                                            setup.sh and run_autograder for Gradescope's image (image.py)
 
-The handout is assembled from an allow-list of what students need, and the stubs must be exactly
-those generated from the reference, so a solution accidentally saved into student/ never ships.
+The handout is assembled from an allow-list of what students need, and every file the spec derives
+(the stubs among them) must be exactly what `python -m autograder generate` writes, so a solution
+accidentally saved into student/ never ships.
 """
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
 import pathlib
 import re
 import shutil
@@ -21,12 +26,11 @@ import tempfile
 import time
 import zipfile
 
-from autograder.otter import closure, config, image
-from autograder.paths import REPO, STUDENT_DIR
-from autograder.stubs import GRADED_MODULES, generated_stubs
-from grading_tests.scoring import PART_POINTS
+from assignment.spec import SPEC, Spec
+from autograder import derived
+from autograder.otter import closure, config, image, master
+from autograder.paths import MASTER_NOTEBOOK, REPO, STUDENT_DIR
 
-MASTER_NOTEBOOK = REPO / "assignment" / "notebook" / "attention.ipynb"
 NOTEBOOK_NAME = MASTER_NOTEBOOK.name
 REQUIREMENTS = REPO / "requirements.txt"
 # PyTorch's CPU wheels; without this index pip on Linux installs the multi-GB CUDA build.
@@ -34,22 +38,27 @@ CPU_INDEX = image.CPU_INDEX
 
 # What of the repository goes into autograder.zip, at its top (the working folder of run_gradescope).
 AUTOGRADER_SOURCES = ("autograder/__init__.py", "autograder/__main__.py", "autograder/paths.py",
+                      "autograder/gateway.py", "autograder/scoring.py", "autograder/suite.py",
                       "autograder/otter/__init__.py", "autograder/otter/plugin.py", "autograder/otter/engine_bridge.py",
-                      "grading_tests")
+                      "assignment/spec.py", "grading_tests")
+SPEC_NAME = "assignment/assignment.toml"   # written into autograder.zip from the resolved spec
 # student/__init__.py: the handout's package file, which a flat upload of the graded modules is graded with.
 ENGINE_SOURCES = ("autograder/grade_cli.py", "autograder/engine", "student/__init__.py")
 # What grades on Gradescope without otter (run_autograder -> run_gradescope) and its config and schema.
 GRADESCOPE_SOURCES = ("autograder/otter/run_gradescope.py", "autograder/otter/config.py",
                       "autograder/otter/gradescope_view.py", "autograder/otter/gradescope_schema.py")
-OUR_PACKAGES = ("autograder", "grading_tests", "student")
+OUR_PACKAGES = ("assignment", "autograder", "grading_tests", "student")
 BYTECODE = ("__pycache__", "*.pyc")
 # The student package in the handout: everything in student/ except bytecode.
 HANDOUT_PACKAGE_SKIP = (*BYTECODE, ".pytest_cache", ".hypothesis")
 
 # What the handout carries beside student/ and the notebook: its README and the (ungraded) benchmark.
 HANDOUT_DIR = REPO / "handout"
-STUDENT_README = (HANDOUT_DIR / "README.md").read_text()
-HANDOUT_EXTRAS = ("bench.py",)
+HANDOUT_EXTRAS = ("README.md", "bench.py")
+# The public checks of one part: student/tests/test_part<N>_<topic>.py (left out with their part).
+PUBLIC_CHECKS = re.compile(r"tests/test_part(\d+)_\w+\.py")
+# What a student needs beyond what the handout imports: Jupyter, to open the notebook.
+STUDENT_TOOLS = ("jupyterlab",)
 
 
 def placeholder_notebook() -> str:
@@ -70,40 +79,90 @@ def _pinned_requirements() -> list[str]:
             if line.strip() and not line.strip().startswith("#")]
 
 
-def _package_name(line: str) -> str:
-    return re.split(r"[=<>\[ ]", line, maxsplit=1)[0].lower()
+def student_requirements(files: dict[str, pathlib.Path]) -> str:
+    """The handout's requirements.txt: the pins of exactly what its files import (and Jupyter), the CPU
+    index first (the `+cpu` wheel wins on Linux)."""
+    with tempfile.TemporaryDirectory(prefix="handout-imports-") as scratch:
+        for name, path in files.items():
+            (pathlib.Path(scratch) / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, pathlib.Path(scratch) / name)
+        imports = closure.third_party_imports(pathlib.Path(scratch), list(files), ("student",))
+    unknown = sorted(set(imports) - set(closure.DISTRIBUTIONS))
+    if unknown:
+        where = "; ".join(f"{m} (in {', '.join(imports[m])})" for m in unknown)
+        raise BuildError(f"the handout imports {where}: pin it in requirements.txt and map it in "
+                         "autograder/otter/closure.py DISTRIBUTIONS")
+    distributions = {closure.DISTRIBUTIONS[m] for m in imports} | {closure.DISTRIBUTIONS[m] for m in image.ALSO_NEEDED}
+    try:
+        return image.requirements_for(sorted(distributions | set(STUDENT_TOOLS)), _pinned_requirements(),
+                                      cpu_torch=False)
+    except image.ImageError as error:
+        raise BuildError(str(error)) from None
 
 
-# Developer tools (ruff) and the instructors' loader of the Otter plugin: students neither run nor need them.
-NOT_FOR_STUDENTS = {"ruff", "./otter-loader"}
+def check_master(text: str) -> None:
+    """Refuse an Otter question with tests of its own: only student/ is graded, by grading_tests/."""
+    questions = master.questions_with_tests(text)
+    if questions:
+        raise BuildError(f"{MASTER_NOTEBOOK.relative_to(REPO)}: the Otter question(s) {', '.join(questions)} have "
+                         f"tests of their own (# BEGIN TESTS cells). Only the student/ package is graded, by "
+                         f"grading_tests/: move each test into grading_tests/test_part<N>_*.py (a test of Part N) "
+                         f"and delete the # BEGIN TESTS ... # END TESTS cells, or the handout would ship a "
+                         f"grader.check cell that fails and points that are never graded")
 
 
-def student_requirements() -> str:
-    """The repository's pins, with the CPU index first (the `+cpu` wheel wins on Linux)."""
-    lines = [line for line in _pinned_requirements()
-             if line != CPU_INDEX and _package_name(line) not in NOT_FOR_STUDENTS]
-    return "\n".join([CPU_INDEX, *lines]) + "\n"
+def student_notebook(master_path: pathlib.Path, dest: pathlib.Path, spec: Spec = SPEC) -> pathlib.Path:
+    """Run otter assign on the master notebook (the spec's parts only); copy the student version to dest.
 
-
-def student_notebook(master: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
-    """Run otter assign on the master notebook; copy the student version to dest."""
+    otter assign takes seconds (most of them importing otter); its output is a function of the notebook it is
+    given and of otter's version, so it is kept in a cache keyed by both (ASSIGN_CACHE) and reused."""
+    text = master_path.read_text()
+    check_master(text)
+    chosen = master.for_spec(text, spec)
+    cached = _assign_cache() / f"{hashlib.sha256((otter_version() + chosen).encode()).hexdigest()}.ipynb"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if cached.is_file():
+        shutil.copyfile(cached, dest)
+        return dest
     with tempfile.TemporaryDirectory(prefix="otter-assign-") as scratch:
+        notebook = pathlib.Path(scratch) / master_path.name
+        notebook.write_text(chosen)
         out = pathlib.Path(scratch) / "assign"
-        proc = subprocess.run([sys.executable, "-m", "otter", "assign", str(master), str(out)],
+        proc = subprocess.run([sys.executable, "-m", "otter", "assign", str(notebook), str(out)],
                               capture_output=True, text=True, cwd=scratch)
-        produced = out / "student" / master.name
+        produced = out / "student" / master_path.name
         if proc.returncode != 0 or not produced.is_file():
             raise BuildError(f"otter assign failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}")
-        dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(produced, dest)
+        with contextlib.suppress(OSError):   # a cache that cannot be written only costs the next build time
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(produced, cached.with_suffix(".tmp"))
+            os.replace(cached.with_suffix(".tmp"), cached)
     return dest
 
 
-def check_stubs_are_generated() -> None:
-    for name, text in generated_stubs().items():
-        if (STUDENT_DIR / name).read_text() != text:
-            raise BuildError(f"student/{name} is not the generated stub (a solution in the handout?): "
-                             "run `python -m autograder.stubs`")
+ASSIGN_CACHE = "AUTOGRADER_ASSIGN_CACHE"   # where otter assign's results are kept (default: the user's cache)
+
+
+def _assign_cache() -> pathlib.Path:
+    if os.environ.get(ASSIGN_CACHE):
+        return pathlib.Path(os.environ[ASSIGN_CACHE])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return pathlib.Path(base) / "attention-assignment" / "otter-assign"
+
+
+def otter_version() -> str:
+    from importlib.metadata import version
+
+    return version("otter-grader")
+
+
+def check_derived(spec: Spec = SPEC) -> None:
+    """Every file the spec derives must be what `python -m autograder generate` writes (a solution saved
+    into student/, a spec edited without regenerating)."""
+    drifted = derived.stale(spec)
+    if drifted:
+        raise BuildError(derived.stale_message(drifted))
 
 
 def tree_files(folder: pathlib.Path, skip=()) -> list[pathlib.Path]:
@@ -121,18 +180,30 @@ def part_matches(name: str, patterns) -> bool:
     return any(pathlib.PurePath(name).match(pattern) for pattern in patterns)
 
 
-def build_handout(zip_path: pathlib.Path, notebook: pathlib.Path) -> pathlib.Path:
+def handout_files(notebook: pathlib.Path, spec: Spec = SPEC) -> dict[str, pathlib.Path]:
+    """The handout's files (name in the zip -> file): student/ without bytecode and without the public checks
+    of parts the spec does not declare, the student notebook, the README and the benchmark."""
+    files = {}
+    for path in tree_files(STUDENT_DIR, HANDOUT_PACKAGE_SKIP):
+        relative = path.relative_to(STUDENT_DIR).as_posix()
+        checks = PUBLIC_CHECKS.fullmatch(relative)
+        if checks is None or int(checks.group(1)) in spec.numbers:
+            files[f"student/{relative}"] = path
+    files[NOTEBOOK_NAME] = notebook
+    files.update({name: HANDOUT_DIR / name for name in HANDOUT_EXTRAS})
+    return files
+
+
+def build_handout(zip_path: pathlib.Path, notebook: pathlib.Path, spec: Spec = SPEC) -> pathlib.Path:
     """The student handout: student/ package, the student notebook, requirements.txt, README.md, bench.py."""
-    check_stubs_are_generated()
-    assert set(GRADED_MODULES) <= {p.name for p in STUDENT_DIR.glob("*.py")}
+    check_derived(spec)
+    files = handout_files(notebook, spec)
+    requirements = student_requirements(files)
     zip_path.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as zf:
-        _write_tree(zf, STUDENT_DIR, "student", skip=HANDOUT_PACKAGE_SKIP)
-        zf.write(notebook, NOTEBOOK_NAME)
-        zf.writestr("requirements.txt", student_requirements())
-        zf.writestr("README.md", STUDENT_README)
-        for name in HANDOUT_EXTRAS:
-            zf.write(HANDOUT_DIR / name, name)
+        for name, path in files.items():
+            zf.write(path, name)
+        zf.writestr("requirements.txt", requirements)
     return zip_path
 
 
@@ -163,13 +234,15 @@ def _write_executable(zf: zipfile.ZipFile, name: str, text: str) -> None:
     zf.writestr(info, text)
 
 
-def build_autograder_zip(zip_path: pathlib.Path, otter_config_overrides: dict | None = None) -> pathlib.Path:
+def build_autograder_zip(zip_path: pathlib.Path, otter_config_overrides: dict | None = None,
+                         spec: Spec = SPEC) -> pathlib.Path:
     """Gradescope's autograder.zip: setup.sh and run_autograder (autograder.otter.image), the image's
-    requirements, otter_config.json (the defaults with the instructor's overrides), and at the top,
-    importable, our engine, Gradescope runner, otter plugin and hidden suite."""
+    requirements, the spec with the instructor's otter_config overrides resolved (assignment/assignment.toml,
+    what grading reads), otter_config.json (for `otter run`), and at the top, importable, our engine,
+    Gradescope runner, otter plugin and hidden suite."""
     files = shipped_files()
     try:
-        otter_config = config.merged(otter_config_overrides or {}, sum(PART_POINTS.values()))
+        spec, cosmetic = config.resolved(spec, otter_config_overrides)
         modules = image.needed_modules(closure.third_party_imports(REPO, files, OUR_PACKAGES))
         requirements = image.requirements(modules, _pinned_requirements())
     except (config.ConfigError, image.ImageError) as error:
@@ -180,7 +253,8 @@ def build_autograder_zip(zip_path: pathlib.Path, otter_config_overrides: dict | 
         _write_executable(zf, "setup.sh", image.setup_sh(modules))
         _write_executable(zf, "run_autograder", image.run_autograder())
         zf.writestr("requirements.txt", requirements)
-        zf.writestr("otter_config.json", json.dumps(otter_config, indent=2) + "\n")
+        zf.writestr("otter_config.json", json.dumps(config.otter_config(spec, cosmetic), indent=2) + "\n")
+        zf.writestr(SPEC_NAME, spec.to_toml())
         # For `otter run` only: otter copies source/tests into the submission folder and fails when it
         # is absent, and it needs exactly one notebook in the submission to start, whatever the student
         # zipped (it copies source/files/* over the submission). Neither is graded.

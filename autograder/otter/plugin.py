@@ -9,7 +9,7 @@ the kernel alone costs seconds. This plugin, running in otter's trusted process:
 
 before_grading
     1. grades the submission with run_gradescope.grade: the batch command (sandboxed engine + hidden suite
-       of this autograder.zip) and the otter_config shipped with it, so the results.json is Gradescope's;
+       of this autograder.zip) and the settings of the spec shipped with it, so the results.json is Gradescope's;
        the student's code never runs in this process;
     2. empties the submission folder (even when grading failed), so no student file is left for otter to
        unpickle or for a kernel to import, and turns off grading from the log;
@@ -33,7 +33,8 @@ from otter.plugins import AbstractOtterPlugin
 from otter.run.run_autograder.utils import OtterRuntimeError, print_output
 from otter.test_files import GradingResults
 
-from autograder.otter import config, engine_bridge, run_gradescope
+from assignment.spec import SpecError
+from autograder.otter import engine_bridge, run_gradescope
 
 # What otter itself puts into the submission folder before this plugin runs (not the student's).
 OTTER_ADDED = frozenset({"tests", "__init__.py"})
@@ -105,7 +106,7 @@ class EngineGradingPlugin(AbstractOtterPlugin):
         ag_config.grade_from_log = False
         try:
             self.engine_results = run_gradescope.grade(root, skip=OTTER_ADDED)
-        except (engine_bridge.GradingFailed, config.ConfigError) as error:
+        except (engine_bridge.GradingFailed, SpecError) as error:
             print_output(f"\nThe grading engine failed:\n{error}\n")
             raise OtterRuntimeError("the grading engine failed; the instructor can see why in the "
                                     "autograder output") from None

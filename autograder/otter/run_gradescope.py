@@ -4,11 +4,13 @@
 
 Gradescope's layout (its "Autograder Specifications"): ROOT/source holds autograder.zip unpacked (this
 package, the engine, the hidden suite, otter_config.json), ROOT/submission the student's upload unpacked,
-ROOT/submission_metadata.json the submission's details; Gradescope reads ROOT/results/results.json.
+ROOT/submission_metadata.json the submission's details; Gradescope reads ROOT/results/results.json. The
+course's settings are those of the spec autograder.zip carries (ROOT/source/assignment/assignment.toml,
+resolved at build time).
 The run_autograder script of autograder.zip (autograder.otter.image) starts this module from ROOT/source.
 
 No Jupyter kernel, no notebook and no otter import: the batch command grades the student/ package
-(engine_bridge), gradescope_view applies the instructor's otter_config, and stdout (shown to instructors,
+(engine_bridge), gradescope_view applies the course's settings, and stdout (shown to instructors,
 and to students only under show_stdout) gets a short report, with any breach of Gradescope's specification.
 When the engine itself fails, the student gets a result saying so and the exit status is 1, as otter does.
 """
@@ -20,10 +22,10 @@ import pathlib
 import sys
 import time
 
-from autograder.otter import config, engine_bridge, gradescope_schema, gradescope_view
+from assignment import spec as assignment_spec
+from autograder.otter import engine_bridge, gradescope_schema, gradescope_view
 
 DEFAULT_ROOT = pathlib.Path("/autograder")
-CONFIG_NAME = "otter_config.json"
 ENGINE_FAILED = ("The autograder could not grade this submission because of a problem on the grader's side, "
                  "not in your code. Your instructor can see the details; please let them know.")
 
@@ -31,11 +33,11 @@ ENGINE_FAILED = ("The autograder could not grade this submission because of a pr
 def grade(root: pathlib.Path, *, skip: set[str] = frozenset()) -> dict:
     """The results.json for ROOT/submission, as Gradescope should show it.
     skip: top-level names in the submission folder that are not the student's (otter run adds some).
-    Raises engine_bridge.GradingFailed or config.ConfigError, which are the instructor's to fix."""
+    Raises engine_bridge.GradingFailed or SpecError, which are the instructor's to fix."""
     start = time.perf_counter()
-    settings = config.load(root / "source" / CONFIG_NAME)
+    spec = assignment_spec.load(root / "source" / "assignment" / assignment_spec.SPEC_FILE.name)
     results = engine_bridge.grade_submission(root / "submission", root / "source", skip=skip)
-    return gradescope_view.present(results, settings, time.perf_counter() - start)
+    return gradescope_view.present(results, spec, time.perf_counter() - start)
 
 
 def failure_results(seconds: float) -> dict:
@@ -73,7 +75,7 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     try:
         results = grade(root)
-    except (engine_bridge.GradingFailed, config.ConfigError) as error:
+    except (engine_bridge.GradingFailed, assignment_spec.SpecError) as error:
         write_results(root, failure_results(time.perf_counter() - start))
         print(f"The autograder failed (the student was told it is not their fault):\n{error}")
         return 1

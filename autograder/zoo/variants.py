@@ -1,6 +1,6 @@
 """Correct solutions written differently from the reference. Every one must score exactly 100."""
 from autograder.samples import reference_source
-from autograder.zoo import Sample, edit
+from autograder.zoo import Sample, edit, sample
 from autograder.zoo.reference_lines import (
     ATTENTION_BODY,
     FOLD,
@@ -14,14 +14,25 @@ from autograder.zoo.reference_lines import (
 )
 
 
+def _edits(name: str, *changes: tuple[str, str, str]) -> Sample:
+    """A variant made of several (module, old, new) edits, each applied exactly once."""
+    def make():
+        overrides: dict[str, str] = {}
+        for module, old, new in changes:
+            text = overrides.get(module, reference_source(module))
+            if text.count(old) != 1:
+                raise ValueError(f"{module}: expected exactly one {old!r}, found {text.count(old)}")
+            overrides[module] = text.replace(old, new)
+        return overrides
+    return sample(name, None, make)
+
+
 def _view_permute_heads() -> Sample:
-    text = reference_source("heads.py")
-    text = text.replace("    return x.reshape(B, L, num_heads, E // num_heads).transpose(1, 2)",
-                        "    return x.view(B, L, num_heads, E // num_heads).permute(0, 2, 1, 3)")
-    text = text.replace("    return x.transpose(1, 2).reshape(B, L, H * D)",
-                        "    return x.permute(0, 2, 1, 3).contiguous().view(B, L, H * D)")
-    assert text.count("view(") == 2
-    return Sample("view-permute-heads", None, {"heads.py": text})
+    return _edits("view-permute-heads",
+                  ("heads.py", "    return x.reshape(B, L, num_heads, E // num_heads).transpose(1, 2)",
+                   "    return x.view(B, L, num_heads, E // num_heads).permute(0, 2, 1, 3)"),
+                  ("heads.py", "    return x.transpose(1, 2).reshape(B, L, H * D)",
+                   "    return x.permute(0, 2, 1, 3).contiguous().view(B, L, H * D)"))
 
 
 VARIANTS = [
@@ -62,22 +73,16 @@ VARIANTS = [
 
 # ---------------------------------------------------------------- idioms of real attention code
 
-def _edits(name: str, *changes: tuple[str, str, str]) -> Sample:
-    """A variant made of several (module, old, new) edits, each applied exactly once."""
-    overrides: dict[str, str] = {}
-    for module, old, new in changes:
-        text = overrides.get(module, reference_source(module))
-        if text.count(old) != 1:
-            raise ValueError(f"{name}: expected exactly one {old!r} in {module}, found {text.count(old)}")
-        overrides[module] = text.replace(old, new)
-    return Sample(name, None, overrides)
-
-
 def _torch_docs_attention() -> Sample:
     """The reference implementation printed in the docstring of torch's F.scaled_dot_product_attention
     (an additive float bias, torch.dropout), made batch- and device-safe; empty rows through nan_to_num."""
-    text = reference_source("masking.py")
-    start, end = text.index(ATTENTION_BODY), text.index("    return weights @ v, weights\n")
+    def make():
+        text = reference_source("masking.py")
+        start, end = text.find(ATTENTION_BODY), text.find("    return weights @ v, weights\n")
+        if start < 0 or end < start:
+            raise ValueError("masking.py: the attention body this variant replaces is gone")
+        return {"masking.py": text[:start] + body + text[end:]}
+
     body = ("    scores = scaled_scores(q, k, scale)\n"
             "    L, S = scores.size(-2), scores.size(-1)\n"
             "    attn_bias = torch.zeros(L, S, dtype=scores.dtype, device=scores.device)\n"
@@ -88,11 +93,11 @@ def _torch_docs_attention() -> Sample:
             "        attn_bias = attn_bias.masked_fill(mask.logical_not(), float(\"-inf\"))\n"
             "    weights = torch.nan_to_num(torch.softmax(scores + attn_bias, dim=-1), nan=0.0)\n"
             "    weights = torch.dropout(weights, dropout_p, train=True)\n")
-    return Sample("torch-docs-additive-bias", None, {"masking.py": text[:start] + body + text[end:]})
+    return sample("torch-docs-additive-bias", None, make)
 
 
 VARIANTS += [
-    # padding_mask that reads the lengths' values (cannot run on the meta device: its device test is inconclusive).
+    # padding_mask that reads the lengths' values (the device checks run it on the emulated device, which has them).
     edit("padding-mask-from-python-ints", None, "masking.py", PADDING_BODY,
          "    lengths = [int(n) for n in lengths]\n"
          "    if max_len is None:\n"

@@ -16,7 +16,7 @@ from ._common import FUNCTIONS
 REPO = "@REPO@"
 ZOO = "@ZOO@"
 MODULES = ("scaling.py", "masking.py", "heads.py", "padding.py", "multihead.py")
-HIDDEN = ("grading_tests/oracle.py", "grading_tests/test_part3_heads.py", "grading_tests/scoring.py")
+HIDDEN = ("grading_tests/oracle.py", "grading_tests/test_part3_heads.py", "grading_tests/checks.py")
 
 
 def _read(folder):

@@ -20,9 +20,13 @@ Semantics every implementation keeps:
 - `seed` is passed to torch.manual_seed right before the call, so dropout is reproducible.
 - `sdpa_backend` ("flash", "efficient", "cudnn" or "math") lets F.scaled_dot_product_attention
   use only that backend during the call.
-- `attention` ("manual" or "fused") names the path a call exercises. It is never sent to the
-  student's code; the gateway flags a manual path that called torch's fused attention, or a fused
-  path that did not (for the instructor: worth no points, since code can hide from the watcher).
+- The path a call exercises is known from the call itself: a module built with fused=True runs the
+  fused path, every other call the manual one. A manual path that called torch's fused attention, or
+  a fused path that never called F.scaled_dot_product_attention, is flagged and noted against the
+  test that ran it (`forbidden`); the spec's forbidden_calls setting says whether that test then
+  earns its points (autograder/suite.py applies it).
+- `student.<name>(*args, options=CallOptions(), **kwargs)` calls the graded function <name>: only the
+  names the spec declares exist, so a test that calls any other fails when it is collected, not per student.
 - Results come back detached, as plain torch.Tensor objects (not subclasses), in the structure the
   student's code returned (tensor, tuple, list), on the CPU; the device each returned tensor had
   is reported in `devices`. Tensors on the `meta` device stay on `meta`.
@@ -33,7 +37,6 @@ Semantics every implementation keeps:
 """
 from __future__ import annotations
 
-import os
 import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -45,7 +48,8 @@ from autograder.engine import executor
 from autograder.engine.executor import FUNCTIONS, MODULE_CLASS, SDPA_BACKENDS, restricting_sdpa, vector_jacobian
 
 __all__ = ["FUNCTIONS", "GRADER_ERRORS", "MODULE_CLASS", "SDPA_BACKENDS", "CallOptions", "CallResult", "Gateway",
-           "LocalGateway", "ModuleResult", "ModuleSpec", "StudentError", "restricting_sdpa", "vector_jacobian"]
+           "GradedFunction", "LocalGateway", "ModuleResult", "ModuleSpec", "StudentError", "restricting_sdpa",
+           "vector_jacobian"]
 
 FUSED_ATTENTION = "scaled_dot_product_attention"
 
@@ -74,8 +78,6 @@ class CallOptions:
     # The one SDPA backend F.scaled_dot_product_attention may use during the call (a key of
     # SDPA_BACKENDS); None: torch chooses.
     sdpa_backend: str | None = None
-    # "manual" or "fused": the path this call exercises, for the attention flag (never sent to the student's code).
-    attention: str | None = None
 
 
 @dataclass
@@ -109,10 +111,22 @@ class ModuleResult:
 
 
 class Gateway(ABC):
-    """Calls into a submission. `flags` collects what an instructor should look at (worth no points)."""
+    """Calls into a submission. `flags` collects what an instructor should look at; `forbidden` maps the id of
+    each test whose path broke the forbidden-call rule to why (the suite's plugin sets `test`)."""
 
     def __init__(self):
         self.flags: list[str] = []
+        self.forbidden: dict[str, str] = {}
+        self.test = ""
+
+    def __getattr__(self, name: str):
+        """student.<name>: a graded function of the spec, called through this gateway."""
+        if name in FUNCTIONS:
+            return GradedFunction(self, name)
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise AttributeError(f"{name!r} is not a graded function of the assignment (assignment/assignment.toml "
+                             f"declares {', '.join(FUNCTIONS)})")
 
     @abstractmethod
     def call(self, function: str, args: tuple = (), kwargs: dict | None = None,
@@ -123,17 +137,41 @@ class Gateway(ABC):
     def run_module(self, spec: ModuleSpec, options: CallOptions = CallOptions()) -> ModuleResult:
         """Build (and maybe run) student.MultiHeadAttention as described by spec."""
 
-    def note_attention(self, options: CallOptions, calls: list[str]) -> None:
-        """Flag a manual path that called torch's attention, or a fused path that did not call SDPA."""
-        test = os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[-1].split(" ")[0] or "a call"
-        if options.attention == "manual" and calls:
-            flag = f"forbidden call: the manual path called torch's {calls[0]} ({test})"
-        elif options.attention == "fused" and FUSED_ATTENTION not in calls:
-            flag = f"forbidden shortcut: the fused path never called torch's {FUSED_ATTENTION} ({test})"
+    def note_path(self, path: str | None, calls: list[str]) -> None:
+        """The forbidden-call rule, for a call that exercised `path` ("manual", "fused" or None) and called
+        torch's attention functions `calls`: flag a manual path that called one, or a fused path that never
+        called F.scaled_dot_product_attention, and note it against the running test."""
+        if path == "manual" and calls:
+            why = f"the manual path called torch's {calls[0]}, which the handout forbids there"
+        elif path == "fused" and FUSED_ATTENTION not in calls:
+            why = f"the fused path never called torch's F.{FUSED_ATTENTION}, which it must go through"
         else:
             return
+        test = self.test.split("::")[-1] or "a call"
+        flag = f"forbidden call: {why} ({test})"
         if flag not in self.flags:
             self.flags.append(flag)
+        self.forbidden.setdefault(self.test, why)
+
+
+def module_path(spec: ModuleSpec) -> str | None:
+    """The path a module call exercises: none when it was only built."""
+    if spec.forward_kwargs is None:
+        return None
+    return "fused" if spec.init_kwargs.get("fused") else "manual"
+
+
+class GradedFunction:
+    """student.<name>(*args, options=CallOptions(), **kwargs): one graded function, called through a gateway."""
+
+    def __init__(self, gateway: Gateway, name: str):
+        self.gateway, self.name = gateway, name
+
+    def __call__(self, *args, options: CallOptions = CallOptions(), **kwargs) -> CallResult:
+        return self.gateway.call(self.name, args, kwargs, options)
+
+    def __repr__(self) -> str:
+        return f"student.{self.name}"
 
 
 # ---------------------------------------------------------------- deciding from data, on the grader's side
@@ -169,7 +207,7 @@ def shapes_of(parameters: dict[str, torch.Tensor]) -> dict[str, tuple[int, ...]]
 
 
 def run_options(options: CallOptions) -> dict:
-    """What the executor is told about a call (everything but the grader's own `attention` note)."""
+    """What the executor is told about a call."""
     return {"device": str(options.device), "seed": int(options.seed), "grad_outputs": options.grad_outputs,
             "sdpa_backend": options.sdpa_backend}
 
@@ -204,7 +242,7 @@ class LocalGateway(Gateway):
             done = executor.execute_call(self._loaded(), function, args, kwargs, **run_options(options))
         except executor.StudentFailure as failure:
             raise StudentError(failure.type_name, failure.message) from None
-        self.note_attention(options, done.attention_calls)
+        self.note_path("manual", done.attention_calls)
         return CallResult(value=done.value, devices=done.devices, input_grads=done.input_grads,
                           inputs_mutated=mutated_positions(args, done.args_after))
 
@@ -213,7 +251,7 @@ class LocalGateway(Gateway):
             done = executor.execute_module(self._loaded(), **module_arguments(spec), **run_options(options))
         except executor.StudentFailure as failure:
             raise StudentError(failure.type_name, failure.message) from None
-        self.note_attention(options, done.attention_calls)
+        self.note_path(module_path(spec), done.attention_calls)
         return ModuleResult(parameters=shapes_of(done.parameters), output=done.output, devices=done.devices,
                             input_grads=done.input_grads, param_grads=done.param_grads,
                             inputs_mutated=mutated_names(spec.forward_kwargs or {}, done.inputs_after))

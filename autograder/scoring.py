@@ -1,4 +1,4 @@
-"""Points: every test belongs to one part; the parts sum to 100. Also the feedback's summary.
+"""Points: every test belongs to one part of the spec; the parts sum to its total. Also the feedback's summary.
 
 A test carries `@pytest.mark.part(N)` and optionally `@pytest.mark.weight(W)` (default 1).
 A part's points are shared among its tests that ran, in proportion to their weights, each
@@ -11,7 +11,7 @@ The results follow Gradescope's results.json specification: every test listed is
 "failed"; the tests that did not run are named in one informational entry worth no points; a
 submission that could not be graded gets one entry per part (its maximum kept), led by the error.
 
-The summary names the root of a cascade: a part whose functions other parts call (PART_USES)
+The summary names the root of a cascade: a part whose functions other parts call (the spec's `uses`)
 fails, and so do parts that call it, so the student fixes the root first.
 """
 from __future__ import annotations
@@ -20,21 +20,11 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-PART_POINTS = {1: 10, 2: 30, 3: 10, 4: 10, 5: 25, 6: 15}
-# Titles as in student/parts.py (a project test keeps the two equal). The trusted side
-# never imports the student package, so it keeps its own copy.
-PART_TITLES = {
-    1: "Scaling",
-    2: "Masking and attention weights",
-    3: "Splitting and merging heads",
-    4: "Padding-mask expansion",
-    5: "Multi-head and cross-attention",
-    6: "Parity with PyTorch's fused SDPA",
-}
-# The parts whose graded functions each part's code calls (as the reference does: attention
-# scales with scaled_scores; the module splits, merges, masks and attends; the fused path is
-# the module's forward with another attention step).
-PART_USES = {1: (), 2: (1,), 3: (), 4: (), 5: (1, 2, 3, 4), 6: (2, 3, 4, 5)}
+from assignment.spec import SPEC, VISIBILITIES
+
+# From the assignment's one declaration (assignment/assignment.toml).
+PART_POINTS = SPEC.points
+PART_TITLES = SPEC.titles
 MESSAGE_LIMIT = 1000  # characters of a failure message shown to the student
 POINT_DECIMALS = 4    # a test's points are shown (and added up) to this many decimal places
 NOT_RUN_TITLE = "Not run on this grader (worth 0 points; the part's other tests share its points)"
@@ -102,11 +92,8 @@ def score_outcomes(outcomes: list[TestOutcome]) -> Report:
 
 
 def parts_using(part: int) -> set[int]:
-    """Every part that calls `part`'s functions, directly or through another part."""
-    users = {user for user, used in PART_USES.items() if part in used}
-    for user in list(users):
-        users |= parts_using(user)
-    return users
+    """Every part that calls `part`'s functions, directly or through another part (the spec's `uses`)."""
+    return SPEC.parts_using(part)
 
 
 def _listed(parts) -> str:
@@ -159,19 +146,20 @@ def _not_run_entry(skipped: list[TestOutcome]) -> dict:
     lines = [line(text, count) for text, count in shown]
     if len(skipped) > sum(count for _, count in shown):
         lines.append(f"- and {len(skipped) - sum(count for _, count in shown)} more")
-    return {"name": NOT_RUN_TITLE, "output": clip_message("\n".join(lines)), "visibility": "visible"}
+    return {"name": NOT_RUN_TITLE, "output": clip_message("\n".join(lines)),
+            "visibility": max((SPEC.visibility(o.part) for o in skipped), key=VISIBILITIES.index)}
 
 
 def gradescope_results(report: Report, extra_output: str = "", lead: str = "") -> dict:
     """The report in Gradescope's results.json schema (also the student's feedback); `lead`: what went wrong
-    while grading (a timeout, say), first in the output."""
+    while grading (a timeout, say), first in the output. Each test is shown when the spec shows its part."""
     tests = [{
         "name": f"Part {o.part} ({PART_TITLES[o.part]}): {o.name}",
         "score": o.score,
         "max_score": o.max_score,
         "status": o.status,
         "output": clip_message("Passed." if o.status == "passed" else o.message),
-        "visibility": "visible",
+        "visibility": SPEC.visibility(o.part),
     } for o in report.tests if o.status != "skipped"]
     skipped = [o for o in report.tests if o.status == "skipped"]
     if skipped:
@@ -195,7 +183,8 @@ def error_results(status: str, message: str, part_scores: dict[int, float] | Non
     lead = could_not_grade(status, message)
     tests = [{"name": f"Part {p} ({PART_TITLES[p]})", "score": earned[p], "max_score": float(PART_POINTS[p]),
               "status": "passed" if earned[p] == PART_POINTS[p] else "failed",
-              "output": "Not graded: see the error at the top.", "visibility": "visible"} for p in PART_POINTS]
+              "output": "Not graded: see the error at the top.", "visibility": SPEC.visibility(p)}
+             for p in PART_POINTS]
     lines = [lead, "", *_part_lines(earned)]
     return {"score": round(sum(earned.values()), POINT_DECIMALS),
             "output": "\n".join(lines) + (f"\n\n{extra_output}" if extra_output else ""),

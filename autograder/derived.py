@@ -1,0 +1,191 @@
+"""Every file the spec (assignment/assignment.toml) and the reference derive, written or checked.
+
+    python -m autograder generate          rewrite the derived files after editing the spec or the reference
+
+The derived files are checked in (students receive them in the handout), and a project test, the build
+and the self-check refuse any that drifted from what this module writes:
+
+    student/__init__.py                  the graded names and the module of student/ that defines each
+    student/parts.py                     the parts: number, title, graded names, what each builds on
+    student/<module>.py                  the stubs (autograder/stubs.py)
+    handout/README.md                    its table of parts, between the PARTS TABLE markers
+    assignment/notebook/attention.ipynb  the same table in its first cell, between the same markers
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+
+from assignment.spec import SPEC, Spec
+from autograder.paths import MASTER_NOTEBOOK, REPO, STUDENT_DIR
+from autograder.stubs import generated_stubs
+
+HANDOUT_README = REPO / "handout" / "README.md"
+TABLE_BEGIN = "<!-- BEGIN PARTS TABLE: generated from assignment/assignment.toml by `python -m autograder generate` -->"
+TABLE_END = "<!-- END PARTS TABLE -->"
+COMMAND = "python -m autograder generate"
+
+
+def init_source(spec: Spec = SPEC) -> str:
+    homes = "\n".join(f"    {_py(name)}: {_py(module)}," for name, module in spec.exports.items())
+    return f'''"""{spec.title}: the graded API.
+
+The grader imports this package and uses only the names below; organise the
+rest of your code however you like. Run `python -m student.check` to see
+which parts pass the public checks.
+
+Each name is imported from its module on first use, so a mistake in one file
+(a syntax error, a missing package) does not stop the checks, or the grading,
+of the other parts.
+"""
+import importlib
+
+# Generated from the assignment's declaration: do not edit (your instructor's `{COMMAND}`).
+# name -> the module of this package that defines it
+_HOMES = {{
+{homes}
+}}
+
+__all__ = list(_HOMES)
+
+
+def __getattr__(name):
+    if name not in _HOMES:
+        raise AttributeError(f"module {{__name__!r}} has no attribute {{name!r}}")
+    value = getattr(importlib.import_module(f"{{__name__}}.{{_HOMES[name]}}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+'''
+
+
+def parts_source(spec: Spec = SPEC) -> str:
+    parts = "\n".join(f"    {part.number}: ({_py(part.title)}, {_py(part.names)})," for part in spec.parts)
+    builds_on = ", ".join(f"{part.number}: {_py(part.uses)}" for part in spec.parts)
+    return f'''"""The parts of the assignment: their numbers, titles, the graded names in each, and what each builds on.
+
+The local checks (student.check) print their table in this order.
+"""
+import re
+
+# Generated from the assignment's declaration: do not edit (your instructor's `{COMMAND}`).
+PARTS = {{
+{parts}
+}}
+
+# The earlier parts whose functions a part's code calls: a failure there shows up here too.
+BUILDS_ON = {{{builds_on}}}
+
+# What every stub raises until it is written (the stubs are generated with exactly this text).
+_STUB_MESSAGE = re.compile(r"Part (\\d+): ([\\w.]+) is not implemented yet")
+
+
+def part_of(qualname: str) -> int:
+    """The part a graded function or method belongs to."""
+    for number, (_title, names) in PARTS.items():
+        if qualname in names:
+            return number
+    raise KeyError(f"{{qualname}} belongs to no part")
+
+
+def is_stub_message(text: str) -> bool:
+    """True for the text a stub raises: "Part N: <name> is not implemented yet"."""
+    return _STUB_MESSAGE.fullmatch(text) is not None
+
+
+def is_stub_error(error: BaseException) -> bool:
+    """True only for a stub's own `NotImplementedError("Part N: <name> is not implemented yet")`.
+
+    PyTorch raises NotImplementedError too (an operation a dtype does not support, say): that
+    is a real error in written code, not a part left to do.
+    """
+    return isinstance(error, NotImplementedError) and is_stub_message(str(error))
+'''
+
+
+def _py(value) -> str:
+    """A Python literal as the project writes them (double-quoted strings, tuples)."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, tuple):
+        items = ", ".join(_py(item) for item in value)
+        return f"({items},)" if len(value) == 1 else f"({items})"
+    return repr(value)
+
+
+def parts_table(spec: Spec = SPEC) -> str:
+    """The table of parts students read (the handout's README and the notebook's first cell)."""
+    rows = ["| Part | Points | File | You implement |", "|---|---|---|---|"]
+    for part in spec.parts:
+        names = ", ".join(f"`{name}`" for name in part.names)
+        rows.append(f"| {part.number} {part.title} | {part.points:g} | `student/{part.module}.py` | {names} |")
+    return "\n".join(rows)
+
+
+def with_table(text: str, where: str, spec: Spec = SPEC) -> str:
+    """text with the region between the PARTS TABLE markers replaced by the spec's table."""
+    start, end = text.find(TABLE_BEGIN), text.find(TABLE_END)
+    if start < 0 or end < start:
+        raise ValueError(f"{where} has no {TABLE_BEGIN!r} ... {TABLE_END!r} region for the table of parts")
+    return text[:start] + TABLE_BEGIN + "\n" + parts_table(spec) + "\n" + text[end:]
+
+
+def notebook_source(text: str, spec: Spec = SPEC) -> str:
+    """The master notebook's JSON with the table of parts of its first markdown cell regenerated."""
+    notebook = json.loads(text)
+    for cell in notebook["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and TABLE_BEGIN in source:
+            cell["source"] = with_table(source, MASTER_NOTEBOOK.name, spec).splitlines(keepends=True)
+            break
+    else:
+        raise ValueError(f"{MASTER_NOTEBOOK.name} has no markdown cell with the table of parts ({TABLE_BEGIN!r})")
+    return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def derived_files(spec: Spec = SPEC) -> dict[pathlib.Path, str]:
+    """Each derived file -> the text it must hold."""
+    files = {STUDENT_DIR / "__init__.py": init_source(spec), STUDENT_DIR / "parts.py": parts_source(spec)}
+    files.update({STUDENT_DIR / name: text for name, text in generated_stubs(spec).items()})
+    files[HANDOUT_README] = with_table(HANDOUT_README.read_text(), "handout/README.md", spec)
+    files[MASTER_NOTEBOOK] = notebook_source(MASTER_NOTEBOOK.read_text(), spec)
+    return files
+
+
+def stale(spec: Spec = SPEC) -> list[str]:
+    """The derived files (paths relative to the repository) that differ from what the spec derives."""
+    return [str(path.relative_to(REPO)) for path, text in derived_files(spec).items()
+            if not path.exists() or path.read_text() != text]
+
+
+def stale_message(paths: list[str]) -> str:
+    return (f"{', '.join(paths)} no longer match(es) assignment/assignment.toml and assignment/reference/: "
+            f"run `{COMMAND}`")
+
+
+def write(spec: Spec = SPEC) -> list[str]:
+    """Rewrite the derived files that drifted; returns their paths (relative to the repository)."""
+    changed = []
+    for path, text in derived_files(spec).items():
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+            changed.append(str(path.relative_to(REPO)))
+    return changed
+
+
+def main(argv=None) -> int:
+    if argv:
+        print(f"usage: {COMMAND}   (no options: it rewrites what assignment/assignment.toml derives)",
+              file=sys.stderr)
+        return 2
+    changed = write()
+    print("rewrote " + ", ".join(changed) if changed else "every derived file is up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

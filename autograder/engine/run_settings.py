@@ -1,0 +1,19 @@
+"""What every grading process of a run is told: the limits, the isolation plan and where its folders are.
+
+Made by the batch (batch.py), carried by the template (pool.py) to each worker (worker.py): its own module,
+so that neither of those two imports the other.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from autograder.engine import isolation
+from autograder.engine.limits import Limits
+
+
+@dataclass(frozen=True)
+class Settings:
+    limits: Limits
+    plan: isolation.Plan | None  # the layers every sandbox applies (isolation.probe; Template.set_plan)
+    sandbox_root: str            # 0711: sandboxes can enter their own folder but list nothing
+    trusted_root: str            # 0700: the trusted processes' scratch space

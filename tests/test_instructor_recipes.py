@@ -1,0 +1,305 @@
+"""docs/instructors.md, performed: each recipe on a copy of the repository, then `python -m autograder selfcheck
+--quick` in that copy; and each kind of instructor mistake the guide promises the self-check names.
+
+Recipes that can share a copy do (re-weighting two parts, a hidden test for Part 3, Part 1's results shown at
+once, Gradescope's per-call timeout): each is applied and checked by its own test, and the self-check runs
+once on the copy holding all four. Dropping Part 6 and rewording a docstring get copies of their own.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from autograder.otter import harness
+from autograder.paths import REPO
+from autograder.samples import write_submission
+
+pytestmark = pytest.mark.slow
+SELFCHECK_SECONDS = 900   # a safety net, not a budget
+
+
+def repository_copy(dest: pathlib.Path) -> pathlib.Path:
+    """The repository's working tree (tracked and untracked files git does not ignore), copied to dest."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=REPO,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = REPO / name
+        if source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+    return dest
+
+
+def command(copy: pathlib.Path, *args: str, timeout: float = SELFCHECK_SECONDS) -> subprocess.CompletedProcess:
+    """`python -m autograder ARGS` in the copy (its own packages, not this checkout's)."""
+    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=copy, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+
+
+def edit(copy: pathlib.Path, name: str, old: str, new: str) -> None:
+    path = copy / name
+    text = path.read_text()
+    assert text.count(old) == 1, f"{name}: {old!r} is not there exactly once"
+    path.write_text(text.replace(old, new))
+
+
+def append(copy: pathlib.Path, name: str, text: str) -> None:
+    with open(copy / name, "a") as handle:
+        handle.write(text)
+
+
+def part_table(copy: pathlib.Path, number: int) -> str:
+    """The [[parts]] table of Part `number` in the copy's spec, as written."""
+    text = (copy / "assignment/assignment.toml").read_text()
+    start = text.index(f"[[parts]]\nnumber = {number}\n")
+    end = text.find("\n[", start + 1)
+    return text[start:end]
+
+
+def selfcheck(copy: pathlib.Path) -> subprocess.CompletedProcess:
+    return command(copy, "selfcheck", "--quick", "--out", str(copy / "out" / "selfcheck"))
+
+
+def results_of(copy: pathlib.Path, name: str) -> dict:
+    return json.loads((copy / "out" / "selfcheck" / "grades" / "results" / f"{name}.json").read_text())
+
+
+# --------------------------------------------------------------------------- four recipes, one copy
+
+NEW_TEST = '''
+
+def test_split_heads_of_a_single_token(student):
+    x = randn(2, 1, 12, seed=240)
+    check_split(student, x, 4)
+'''
+
+
+@pytest.fixture(scope="module")
+def recipes(tmp_path_factory):
+    copy = repository_copy(tmp_path_factory.mktemp("recipes") / "repo")
+    spec = "assignment/assignment.toml"
+    # Change two parts' points.
+    edit(copy, spec, part_table(copy, 1), part_table(copy, 1).replace("points = 10", "points = 15"))
+    edit(copy, spec, part_table(copy, 2), part_table(copy, 2).replace("points = 30", "points = 25"))
+    # Add a hidden test to Part 3.
+    append(copy, "grading_tests/test_part3_heads.py", NEW_TEST)
+    # Show Part 1's tests at once.
+    edit(copy, spec, part_table(copy, 1), part_table(copy, 1) + 'visibility = "visible"\n')
+    # Set Gradescope's per-call timeout.
+    edit(copy, spec, "call_timeout = 10.0", "call_timeout = 30.0")
+    generated = command(copy, "generate")
+    checked = selfcheck(copy)
+    return copy, generated, checked
+
+
+def test_recipes_leave_a_copy_whose_selfcheck_passes(recipes):
+    _copy, generated, checked = recipes
+    assert generated.returncode == 0 and "rewrote" in generated.stdout, generated.stdout + generated.stderr
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "0 failed" in checked.stdout
+
+
+def test_recipe_change_two_parts_points(recipes):
+    copy, _generated, _checked = recipes
+    dist = copy / "out" / "selfcheck" / "dist"
+    with zipfile.ZipFile(dist / "attention-handout.zip") as zf:
+        readme = zf.read("README.md").decode()
+    assert "| 1 Scaling | 15 |" in readme and "| 2 Masking and attention weights | 25 |" in readme
+    assert "| 1 Scaling | 15 |" in (dist / "attention.ipynb").read_text()
+    row = results_of(copy, "reference")["extra_data"]["gradebook_row"]
+    assert (row["score"], row["part1"], row["part2"]) == (100.0, 15.0, 25.0)
+
+
+def test_recipe_add_a_hidden_test_to_part_3(recipes):
+    copy, _generated, _checked = recipes
+    names = [test["name"] for test in results_of(copy, "reference")["tests"]]
+    assert "Part 3 (Splitting and merging heads): test_split_heads_of_a_single_token" in names
+    assert any("test_split_heads_of_a_single_token" in test["name"] and test["status"] == "failed"
+               for test in results_of(copy, "stubs")["tests"])
+
+
+def test_recipe_show_part_1_at_once_and_the_rest_after_publication(recipes, tmp_path):
+    copy, _generated, _checked = recipes
+    autograder = copy / "out" / "selfcheck" / "dist" / "autograder.zip"
+    submission = write_submission(tmp_path / "reference")
+    run = harness.run(autograder, shutil.make_archive(str(tmp_path / "reference"), "zip", submission),
+                      tmp_path / "run")
+    shown = {test["name"].split(")")[0] + ")": test["visibility"] for test in run.results["tests"]
+             if test["name"].startswith("Part ")}
+    assert shown.pop("Part 1 (Scaling)") == "visible"
+    assert set(shown.values()) == {"after_published"}
+    assert run.results["tests"][0]["visibility"] == "after_published"   # the summary tells every part's score
+
+
+def test_recipe_set_gradescopes_per_call_timeout(recipes):
+    copy, _generated, _checked = recipes
+    source = copy / "out" / "selfcheck" / "autograder-source"   # autograder.zip, unpacked by the self-check
+    probe = "from autograder.engine.limits import Limits; print(Limits().call_timeout)"
+    limit = subprocess.run([sys.executable, "-c", probe], cwd=source, capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "PYTHONPATH": str(source)})
+    assert limit.stdout.strip() == "30.0", limit.stderr
+
+
+SPINS = '''
+    import time
+    spin_until = time.process_time() + 3.5
+    while q.size(-1) == 31 and time.process_time() < spin_until:   # a few calls of the suite only
+        pass
+'''
+
+
+def test_the_per_call_timeout_set_for_gradescope_is_the_one_that_grades(tmp_path):
+    """The same setting in Otter's form (--otter-config {"timeout": 2}) against calls that compute 3.5 s:
+    graded normally by default, timeouts with the setting."""
+    copy = repository_copy(tmp_path / "repo")
+    config = tmp_path / "otter_config.json"
+    config.write_text(json.dumps({"timeout": 2}))
+    slow = write_submission(tmp_path / "slow", overrides={"scaling.py": (REPO / "assignment/reference/scaling.py")
+                                                          .read_text().replace("    # BEGIN SOLUTION\n",
+                                                                               "    # BEGIN SOLUTION\n" + SPINS, 1)})
+    upload = shutil.make_archive(str(tmp_path / "slow"), "zip", slow)
+    statuses = {}
+    for name, extra in (("default", []), ("two-seconds", ["--otter-config", str(config)])):
+        built = command(copy, "build", "--out", str(tmp_path / name), *extra, timeout=600)
+        assert built.returncode == 0, built.stderr
+        run = harness.run(tmp_path / name / "autograder.zip", upload, tmp_path / f"run-{name}")
+        statuses[name] = run.results["extra_data"]["gradebook_row"]["status"]
+    assert statuses == {"default": "graded", "two-seconds": "timeout"}
+
+
+# --------------------------------------------------------------------------- drop Part 6
+
+REWORDED = {   # file -> (old, new): the places the self-check names once Part 6 is gone
+    "assignment/reference/multihead.py": [
+        ('"""Part 5: multi-head self- and cross-attention. Part 6: the same through PyTorch\'s fused SDPA.',
+         '"""Part 5: multi-head self- and cross-attention (and, given, the same through PyTorch\'s fused SDPA).'),
+        ("                torch.nn.functional.scaled_dot_product_attention (Part 6).",
+         "                torch.nn.functional.scaled_dot_product_attention (given)."),
+        ('        """Part 6: the attention step through torch.nn.functional.scaled_dot_product_attention.',
+         '        """The attention step through torch.nn.functional.scaled_dot_product_attention (given).'),
+    ],
+    "handout/README.md": [
+        ("- Part 6 compares both of your paths with plain PyTorch math and says which one disagrees:\n"
+         "  the MANUAL path (Part 5) or the FUSED one (Part 6).\n", ""),
+        ("Once Parts 5 and 6 pass, it times", "Once Part 5 passes, it times"),
+    ],
+    "handout/bench.py": [
+        ("run it once Parts 5 and 6 pass their checks.", "run it once Part 5 passes its checks."),
+        ("(`python -m student.check --part 6` \"\n                     \"says which)",
+         "(`python -m student.check --part 5` \"\n                     \"checks the manual one)"),
+    ],
+}
+NOTEBOOK_SENTENCE = "Your masks will be handed straight to it in Part 6."
+
+
+def drop_part_6(copy: pathlib.Path) -> None:
+    spec = "assignment/assignment.toml"
+    edit(copy, spec, part_table(copy, 6) + "\n", "")
+    edit(copy, spec, part_table(copy, 5), part_table(copy, 5).replace("points = 25", "points = 40"))
+
+
+def test_recipe_drop_part_6(tmp_path):
+    copy = repository_copy(tmp_path / "repo")
+    drop_part_6(copy)
+    assert command(copy, "generate").returncode == 0
+    first = selfcheck(copy)
+    assert first.returncode == 1
+    named = [line for line in first.stdout.splitlines() if "names Part 6" in line]
+    expected_files = {*REWORDED, "assignment/notebook/attention.ipynb"}
+    assert {line.split(":")[0].split()[0] for line in named} == expected_files, first.stdout
+    for name, changes in REWORDED.items():
+        for old, new in changes:
+            edit(copy, name, old, new)
+    notebook = (copy / "assignment/notebook/attention.ipynb").read_text()
+    assert notebook.count(NOTEBOOK_SENTENCE) == 1
+    (copy / "assignment/notebook/attention.ipynb").write_text(notebook.replace(NOTEBOOK_SENTENCE + " ", ""))
+    assert command(copy, "generate").returncode == 0
+    second = selfcheck(copy)
+    assert second.returncode == 0, second.stdout + second.stderr
+
+    dist = copy / "out" / "selfcheck" / "dist"
+    with zipfile.ZipFile(dist / "attention-handout.zip") as zf:
+        names, multihead = zf.namelist(), zf.read("student/multihead.py").decode()
+    assert "student/tests/test_part6_fused.py" not in names
+    assert "NotImplementedError(\"Part 6" not in multihead and "F.scaled_dot_product_attention(q, k, v" in multihead
+    assert "check(6)" not in (dist / "attention.ipynb").read_text()
+    row = results_of(copy, "reference")["extra_data"]["gradebook_row"]
+    assert row["score"] == 100.0 and "part6" not in row and row["part5"] == 40.0
+    grades = (copy / "out" / "selfcheck" / "grades" / "grades.csv").read_text().splitlines()[0]
+    assert "part5" in grades and "part6" not in grades
+    assert not any(line.startswith("bug-fused") for line in second.stdout.splitlines())
+
+
+# --------------------------------------------------------------------------- reword a docstring
+
+SENTENCE = "        The result may be a view of x (no copy is needed).\n"
+ANCHOR = "        h*D ... (h+1)*D - 1 of every token: out[b, h, l, d] == x[b, l, h*D + d].\n"
+
+
+def test_recipe_reword_a_docstring_and_rebuild_the_handout(tmp_path):
+    copy = repository_copy(tmp_path / "repo")
+    edit(copy, "assignment/reference/heads.py", ANCHOR, ANCHOR + SENTENCE)
+    refused = command(copy, "build", "--out", str(tmp_path / "too-soon"), timeout=600)
+    assert refused.returncode == 1
+    assert "student/heads.py" in refused.stderr and "python -m autograder generate" in refused.stderr
+    assert command(copy, "generate").returncode == 0
+    checked = selfcheck(copy)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    with zipfile.ZipFile(copy / "out" / "selfcheck" / "dist" / "attention-handout.zip") as zf:
+        assert SENTENCE.strip() in zf.read("student/heads.py").decode()
+
+
+# --------------------------------------------------------------------------- mistakes the self-check names
+
+MISTAKES = {
+    "points that do not add up": (
+        lambda copy: edit(copy, "assignment/assignment.toml", part_table(copy, 4),
+                          part_table(copy, 4).replace("points = 10", "points = 12")),
+        ["assignment/assignment.toml", "add up to 102"]),
+    "a test for a name the spec does not declare": (
+        lambda copy: append(copy, "grading_tests/test_part3_heads.py",
+                            "\n\ndef test_a_typo(student):\n    call(student.splt_heads, randn(1, 2, 4, seed=1), 2)\n"),
+        ["grading_tests/test_part3_heads.py::test_a_typo", "student.splt_heads", "does not declare"]),
+    "a part with no test": (
+        lambda copy: (copy / "grading_tests/test_part4_padding.py").unlink(),
+        ["Part 4 (Padding-mask expansion) has no hidden test", "grading_tests/test_part4_*.py"]),
+    "a part whose reference calls a part it does not use": (
+        lambda copy: edit(copy, "assignment/assignment.toml", "uses = [2, 3, 4, 5]", "uses = [3, 4, 5]"),
+        ["calls causal_mask (Part 2): add 2 to Part 6's `uses`"]),
+    "a bug of the zoo whose edit the reference no longer has": (
+        lambda copy: edit(copy, "assignment/reference/scaling.py", "        scale = q.size(-1) ** -0.5",
+                          "        scale = 1 / q.size(-1) ** 0.5"),
+        ["autograder/zoo/bugs.py", "no-scale: its edit no longer applies to the reference"]),
+    "a derived file not regenerated": (
+        lambda copy: edit(copy, "assignment/assignment.toml", 'title = "Scaling"', 'title = "Scores"'),
+        ["student/parts.py", "python -m autograder generate"]),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_selfcheck_names_the_mistake_and_the_file_to_fix_before_grading(mistake, tmp_path):
+    make, expected = MISTAKES[mistake]
+    copy = repository_copy(tmp_path / "repo")
+    make(copy)
+    checked = selfcheck(copy)
+    assert checked.returncode == 1 and "Traceback" not in checked.stdout + checked.stderr
+    assert all(text in checked.stdout + checked.stderr for text in expected), checked.stdout + checked.stderr
+    assert not (copy / "out" / "selfcheck" / "grades").exists()   # it stopped before building or grading
+
+
+def test_selfcheck_names_the_tests_a_broken_reference_fails_and_where_to_look(tmp_path, dist):
+    copy = repository_copy(tmp_path / "repo")
+    split = "    return x.reshape(B, L, num_heads, E // num_heads).transpose(1, 2)\n"
+    edit(copy, "assignment/reference/heads.py", split, "    x = x.flip(-1)\n" + split)   # the zoo's edits still apply
+    checked = command(copy, "selfcheck", "--quick", "--out", str(copy / "out" / "selfcheck"), "--dist", str(dist))
+    assert checked.returncode == 1
+    reference = next(line for line in checked.stdout.splitlines() if line.startswith("reference "))
+    assert "FAIL" in reference and "failed (" in reference
+    assert "grading_tests/test_part3_*.py" in reference and "assignment/reference/heads.py" in reference
