@@ -5,6 +5,7 @@ import pathlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from assignment.spec import SPEC
 from autograder.adversarial.expectations import Expectation
 from autograder.paths import REPO, STUDENT_DIR
 
@@ -17,7 +18,8 @@ class Context:
     markers: pathlib.Path    # a root-only folder outside it: a file appearing there means a payload ran
 
     def fill(self, text: str) -> str:
-        for placeholder, value in (("@REPO@", REPO), ("@ZOO@", self.root), ("@MARKERS@", self.markers)):
+        for placeholder, value in (("@REPO@", REPO), ("@ZOO@", self.root), ("@MARKERS@", self.markers),
+                                   ("@FUNCTIONS@", ",".join(SPEC.functions))):
             text = text.replace(placeholder, str(value))
         return text
 

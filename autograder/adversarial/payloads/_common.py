@@ -6,8 +6,8 @@ import sys
 import types
 
 MARKERS = "@MARKERS@"   # a folder only root can write: a file appearing there means the grader ran our payload
-FUNCTIONS = ("scaled_scores", "causal_mask", "padding_mask", "apply_mask", "scaled_dot_product_attention",
-             "split_heads", "merge_heads", "expand_padding_mask")
+_NAMES = "@FUNCTIONS@"   # the graded functions, from the assignment's declaration (comma-separated)
+FUNCTIONS = tuple(_NAMES.split(","))
 
 
 class Evil:
