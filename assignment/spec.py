@@ -62,8 +62,9 @@ class Settings:
     forbidden_calls: str = setting(
         "cost", 'a manual path that calls torch\'s fused attention (F.scaled_dot_product_attention, '
                 'F.multi_head_attention_forward, nn.MultiheadAttention), or a fused path that never calls '
-                'F.scaled_dot_product_attention: "cost" takes the points of every test that ran it (and flags '
-                'it), "flag" only flags it for the instructor', choices=FORBIDDEN_POLICIES)
+                'F.scaled_dot_product_attention (or a forward(fused=True) that does not go through '
+                'self._fused_attention): "cost" takes the points of every test that ran it (and flags it), "flag" '
+                'only flags it for the instructor', choices=FORBIDDEN_POLICIES)
 
 
 # Otter's names for settings of ours (otter_config.json keys an Otter instructor already writes).

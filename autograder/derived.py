@@ -18,6 +18,7 @@ import pathlib
 import sys
 
 from assignment.spec import SPEC, Spec
+from autograder.otter.image import DISTRIBUTIONS
 from autograder.paths import MASTER_NOTEBOOK, REPO, STUDENT_DIR
 from autograder.stubs import generated_stubs
 
@@ -79,6 +80,10 @@ PARTS = {{
 
 # The earlier parts whose functions a part's code calls: a failure there shows up here too.
 BUILDS_ON = {{{builds_on}}}
+
+# What the grader can import besides Python's standard library: a module of yours that imports anything else
+# fails to import there, and its functions score 0 (`python -m student.submit` warns about it).
+GRADER_PACKAGES = {_py(tuple(sorted(DISTRIBUTIONS)))}
 
 # What every stub raises until it is written (the stubs are generated with exactly this text).
 _STUB_MESSAGE = re.compile(r"Part (\\d+): ([\\w.]+) is not implemented yet")

@@ -8,7 +8,8 @@ the README's main-job command `python -m autograder grade out/example-class --ou
     carol/         the untouched handout (nothing implemented)
     dave/          a correct solution written with einsum
     erin/          zeroes the masked weights after the softmax (rows no longer sum to 1)
-    frank.zip      a syntax error (gets an `error` row saying where)
+    frank.zip      a syntax error in scaling.py: graded on what imports without it (Parts 3 and 4),
+                   and the row says where
     grace.zip      not a zip at all (gets an `error` row)
 
 They are generated from the reference solution and the bug zoo, so they never drift from the

@@ -2,8 +2,8 @@
 
 Tests never import `student`; they call a Gateway. Two implementations share these semantics:
 
-- LocalGateway (below) imports the submission into this process. It is for the project's own
-  tests and for instructors trying the suite on a trusted folder.
+- LocalGateway (autograder/local_gateway.py) imports the submission into this process. It is for the
+  project's own tests and for instructors trying the suite on a trusted folder.
 - The grading engine's SandboxGateway (autograder/engine/client.py) runs the same calls in a
   locked-down process and gets plain data back.
 
@@ -37,26 +37,35 @@ Semantics every implementation keeps:
 """
 from __future__ import annotations
 
-import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from autograder.engine import executor
-from autograder.engine.executor import FUNCTIONS, MODULE_CLASS, SDPA_BACKENDS, restricting_sdpa, vector_jacobian
+from autograder.engine.executor import (
+    FUNCTIONS,
+    MODULE_CLASS,
+    MODULE_METHODS,
+    SDPA_BACKENDS,
+    WENT_THROUGH,
+    restricting_sdpa,
+    vector_jacobian,
+)
 
 __all__ = ["FUNCTIONS", "GRADER_ERRORS", "MODULE_CLASS", "SDPA_BACKENDS", "CallOptions", "CallResult", "Gateway",
-           "GradedFunction", "LocalGateway", "ModuleResult", "ModuleSpec", "StudentError", "restricting_sdpa",
-           "vector_jacobian"]
+           "GradedFunction", "ModuleResult", "ModuleSpec", "StudentError", "restricting_sdpa", "vector_jacobian"]
 
 FUSED_ATTENTION = "scaled_dot_product_attention"
+# The module's graded method besides forward: the fused path's attention step, which forward(fused=True) must go
+# through (the executor notes each call of it as WENT_THROUGH + its name among the attention calls). None when
+# the spec grades no such method (a course without Part 6).
+FUSED_STEP = next((method for method in MODULE_METHODS if method != "forward"), None)
 
 
 # The type names the grader itself gives a StudentError (autograder/engine/client.py): an answer
-# refused as malformed or forged, the grader's own failure, a timeout, a crashed sandbox.
-GRADER_ERRORS = ("ProtocolError", "GraderError", "Timeout", "Crashed")
+# refused as malformed or forged, the grader's own failure, a timeout, a crashed sandbox, a name not imported.
+GRADER_ERRORS = ("ProtocolError", "GraderError", "Timeout", "Crashed", "NotImported")
 
 
 class StudentError(Exception):
@@ -66,6 +75,14 @@ class StudentError(Exception):
         super().__init__(f"{type_name}: {message}")
         self.type_name = type_name
         self.message = message
+
+
+NOT_IMPORTED = "NotImported"   # the type the gateway gives a call of a name whose module failed to import
+
+
+def not_imported(name: str, why: str) -> StudentError:
+    """The answer to every call of a graded name that could not be imported (never the contract's own error)."""
+    return StudentError(NOT_IMPORTED, f"student.{name} could not be imported: {why}")
 
 
 @dataclass(frozen=True)
@@ -78,6 +95,8 @@ class CallOptions:
     # The one SDPA backend F.scaled_dot_product_attention may use during the call (a key of
     # SDPA_BACKENDS); None: torch chooses.
     sdpa_backend: str | None = None
+    # torch's default device during the call (where `device=None` creates tensors); None: the CPU.
+    default_device: str | None = None
 
 
 @dataclass
@@ -96,6 +115,7 @@ class ModuleSpec:
     init_kwargs: dict
     state_dict: dict[str, torch.Tensor] | None = None   # loaded with strict=True
     forward_kwargs: dict | None = None                 # x, context, padding_mask, is_causal; None: build only
+    method: str = "forward"                            # the graded method run with forward_kwargs (_fused_attention)
     training: bool = False
     dtype: torch.dtype | None = None                   # module.to(dtype) after loading weights
 
@@ -138,12 +158,17 @@ class Gateway(ABC):
         """Build (and maybe run) student.MultiHeadAttention as described by spec."""
 
     def note_path(self, path: str | None, calls: list[str]) -> None:
-        """The forbidden-call rule, for a call that exercised `path` ("manual", "fused" or None) and called
-        torch's attention functions `calls`: flag a manual path that called one, or a fused path that never
-        called F.scaled_dot_product_attention, and note it against the running test."""
-        if path == "manual" and calls:
-            why = f"the manual path called torch's {calls[0]}, which the handout forbids there"
-        elif path == "fused" and FUSED_ATTENTION not in calls:
+        """The forbidden-call rule, for a call that exercised `path` ("manual", "fused" (forward), "fused-step"
+        (the fused step alone) or None) and made the attention calls `calls` (torch's, and the module's own fused
+        step): flag a manual path that called torch's attention, a fused forward that never went through the fused
+        step, or a fused path that never called F.scaled_dot_product_attention, and note it against the running
+        test."""
+        torchs = [call for call in calls if not call.startswith(WENT_THROUGH)]
+        if path == "manual" and torchs:
+            why = f"the manual path called torch's {torchs[0]}, which the handout forbids there"
+        elif path == "fused" and FUSED_STEP and WENT_THROUGH + FUSED_STEP not in calls:
+            why = f"forward(fused=True) never went through self.{FUSED_STEP}, which the handout requires"
+        elif path in ("fused", "fused-step") and FUSED_ATTENTION not in calls:
             why = f"the fused path never called torch's F.{FUSED_ATTENTION}, which it must go through"
         else:
             return
@@ -158,6 +183,8 @@ def module_path(spec: ModuleSpec) -> str | None:
     """The path a module call exercises: none when it was only built."""
     if spec.forward_kwargs is None:
         return None
+    if spec.method != "forward":
+        return "fused-step"
     return "fused" if spec.init_kwargs.get("fused") else "manual"
 
 
@@ -209,49 +236,9 @@ def shapes_of(parameters: dict[str, torch.Tensor]) -> dict[str, tuple[int, ...]]
 def run_options(options: CallOptions) -> dict:
     """What the executor is told about a call."""
     return {"device": str(options.device), "seed": int(options.seed), "grad_outputs": options.grad_outputs,
-            "sdpa_backend": options.sdpa_backend}
+            "sdpa_backend": options.sdpa_backend, "default_device": options.default_device}
 
 
 def module_arguments(spec: ModuleSpec) -> dict:
     return {"init_kwargs": spec.init_kwargs, "state_dict": spec.state_dict, "forward_kwargs": spec.forward_kwargs,
-            "training": spec.training, "dtype": spec.dtype}
-
-
-class LocalGateway(Gateway):
-    """Runs the submission in this process: for trusted folders only (project tests, instructors)."""
-
-    def __init__(self, submission_dir: str | None = None):
-        super().__init__()
-        if submission_dir is not None:
-            sys.path.insert(0, str(submission_dir))
-        for name in [n for n in sys.modules if n == "student" or n.startswith("student.")]:
-            del sys.modules[name]
-        try:
-            self.student = executor.import_student()
-        except BaseException as error:  # noqa: BLE001
-            self.student = None
-            self.import_error = StudentError(type(error).__name__, f"importing student failed: {error}")
-
-    def _loaded(self):
-        if self.student is None:
-            raise self.import_error
-        return self.student
-
-    def call(self, function, args=(), kwargs=None, options=CallOptions()):
-        try:
-            done = executor.execute_call(self._loaded(), function, args, kwargs, **run_options(options))
-        except executor.StudentFailure as failure:
-            raise StudentError(failure.type_name, failure.message) from None
-        self.note_path("manual", done.attention_calls)
-        return CallResult(value=done.value, devices=done.devices, input_grads=done.input_grads,
-                          inputs_mutated=mutated_positions(args, done.args_after))
-
-    def run_module(self, spec, options=CallOptions()):
-        try:
-            done = executor.execute_module(self._loaded(), **module_arguments(spec), **run_options(options))
-        except executor.StudentFailure as failure:
-            raise StudentError(failure.type_name, failure.message) from None
-        self.note_path(module_path(spec), done.attention_calls)
-        return ModuleResult(parameters=shapes_of(done.parameters), output=done.output, devices=done.devices,
-                            input_grads=done.input_grads, param_grads=done.param_grads,
-                            inputs_mutated=mutated_names(spec.forward_kwargs or {}, done.inputs_after))
+            "training": spec.training, "dtype": spec.dtype, "method": spec.method}

@@ -3,7 +3,7 @@
 A test carries `@pytest.mark.part(N)` and optionally `@pytest.mark.weight(W)` (default 1).
 A part's points are shared among its tests that ran, in proportion to their weights, each
 share rounded to POINT_DECIMALS places so that the shares add up to exactly the part's points;
-a skipped test (a CUDA test on a machine without a GPU, an inconclusive device check) is
+a skipped test (a CUDA test on a machine without a GPU) is
 worth 0 and does not count, so the total is 100 on every machine and a correct submission
 always scores 100.
 
@@ -174,16 +174,14 @@ def gradescope_results(report: Report, extra_output: str = "", lead: str = "") -
     }
 
 
-def error_results(status: str, message: str, part_scores: dict[int, float] | None = None,
-                  extra_output: str = "") -> dict:
+def error_results(status: str, message: str, extra_output: str = "") -> dict:
     """The results of a submission that could not be graded (nothing imports, a broken upload, a timeout at
-    import): led by the error, said once; one entry per part keeps the part's maximum, so the student sees
-    what the work is worth. part_scores: points earned anyway (none, usually)."""
-    earned = {p: part_scores.get(p, 0.0) if part_scores else 0.0 for p in PART_POINTS}
+    import): led by the error, said once; nothing is earned, and one entry per part keeps the part's maximum,
+    so the student sees what the work is worth."""
+    earned = dict.fromkeys(PART_POINTS, 0.0)
     lead = could_not_grade(status, message)
-    tests = [{"name": f"Part {p} ({PART_TITLES[p]})", "score": earned[p], "max_score": float(PART_POINTS[p]),
-              "status": "passed" if earned[p] == PART_POINTS[p] else "failed",
-              "output": "Not graded: see the error at the top.", "visibility": SPEC.visibility(p)}
+    tests = [{"name": f"Part {p} ({PART_TITLES[p]})", "score": 0.0, "max_score": float(PART_POINTS[p]),
+              "status": "failed", "output": "Not graded: see the error at the top.", "visibility": SPEC.visibility(p)}
              for p in PART_POINTS]
     lines = [lead, "", *_part_lines(earned)]
     return {"score": round(sum(earned.values()), POINT_DECIMALS),

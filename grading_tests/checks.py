@@ -49,7 +49,7 @@ def run_module(student, spec: ModuleSpec, options: CallOptions = CallOptions()) 
     except StudentError as error:
         forward = ""
         if spec.forward_kwargs is not None:
-            forward = "." + describe_call("forward", (), spec.forward_kwargs)
+            forward = "." + describe_call(spec.method, (), spec.forward_kwargs)
         mode = " in training mode" if spec.training else ""
         fail(f"{describe_call('MultiHeadAttention', (), spec.init_kwargs)}{forward}{mode} "
              f"raised {error.type_name}: {error.message}")
@@ -69,6 +69,9 @@ def expect_raises(function: GradedFunction, error_type: str, *args, why: str, **
 def expect_tensor(got, what: str) -> torch.Tensor:
     if not isinstance(got, torch.Tensor):
         fail(f"{what} should be a tensor, got {type(got).__name__}")
+    if got.device.type == "meta":
+        fail(f"{what} is a tensor of the meta device, which holds no values: compute the result on the inputs' "
+             f"device")
     return got
 
 
@@ -101,11 +104,11 @@ def expect_result(result: CallResult, shapes, what: str) -> CallResult:
 
 def expect_computed(got, shape, what: str):
     """A tensor with the entries of `shape`, not one value repeated in all of them (every property test
-    feeds inputs whose true result varies; meta tensors hold no values to look at)."""
+    feeds inputs whose true result varies)."""
     expect_tensor(got, what)
     if got.numel() != math.prod(shape):
         fail(f"{what} has shape {tuple(got.shape)} ({got.numel()} entries), expected {tuple(shape)}")
-    if got.device.type == "meta" or got.numel() < 2:
+    if got.numel() < 2:
         return
     flat = got.detach().flatten()
     first = flat[0]
@@ -121,7 +124,7 @@ def expect_dtype(got, dtype, what: str):
 
 
 def expect_devices(result, device: str, what: str):
-    wrong = [d for d in result.devices if torch.device(d).type != torch.device(device).type]
+    wrong = [d for d in result.devices if d.split(":")[0] != device.split(":")[0]]
     if wrong:
         fail(f"{what} returned a tensor on {wrong[0]} for inputs on {device}: create tensors with "
              f"device=<the inputs' device> (for example torch.ones(..., device=scores.device))")
@@ -187,8 +190,8 @@ def expect_close(got, expected, what: str, *, dtype=None, atol=None, rtol=None, 
                f"(allowed: |got - expected| <= atol + rtol * |expected| with {tolerance.describe()})")
     if looks_like_float32_rounding(got64, exp64, dtype):
         fail(message + ". Hint: the error is the size of float32 rounding: float64 inputs must be computed in "
-             "float64 throughout (no .float(), no dtype=torch.float32 in the softmax); only float16 and "
-             "bfloat16 may be computed in float32")
+             "float64 throughout (no .float(), no dtype=torch.float32 in the softmax, no float32 tensor in the "
+             "scale such as torch.sqrt(torch.tensor(E))); only float16 and bfloat16 may be computed in float32")
     hint = matching_hint(got64, hints, tolerance)
     fail(message + (f". Hint: {hint}" if hint else ""))
 
@@ -236,3 +239,12 @@ def generator(seed: int) -> torch.Generator:
 
 def randn(*shape, seed: int, dtype=torch.float32, scale: float = 1.0) -> torch.Tensor:
     return (torch.randn(*shape, generator=generator(seed), dtype=torch.float64) * scale).to(dtype)
+
+
+def in_a_batch(example: torch.Tensor, seed: int, size: int = 3) -> torch.Tensor:
+    """The lesson's example as item 0 of a batch whose other items are random: a value test of a printed
+    example then also needs the result of inputs nobody printed (a table of the handout's answers fails it)."""
+    rest = randn(size - 1, *example.shape, seed=seed, dtype=example.dtype)
+    if example.dtype == torch.bool:
+        rest = rest > 0
+    return torch.cat([example.unsqueeze(0), rest])

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.gateway import Gateway, LocalGateway
+from autograder.gateway import Gateway
+from autograder.local_gateway import LocalGateway
 from autograder.suite import PLUGIN_NAME, GradingPlugin, registered
+from grading_tests import gates
 
 
 def pytest_addoption(parser):
@@ -25,6 +27,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "weight(w): this test's share of its part's points (default 1)")
     config.addinivalue_line("markers", "second_device: runs student code on a second device (a GPU, or the "
                                        "stand-in device emulated on the CPU)")
+    config.addinivalue_line("markers", "gated(*names): runs only once each named function computes its basic case "
+                                       "(grading_tests/gates.py)")
     if registered(config) is None:
         plugin = GradingPlugin(lambda config: LocalGateway(config.getoption("submission")),
                                config.getoption("results_json"))
@@ -38,3 +42,11 @@ def pytest_configure(config):
 @pytest.fixture(scope="session")
 def student(pytestconfig) -> Gateway:
     return registered(pytestconfig).gateway(pytestconfig)
+
+
+@pytest.fixture(autouse=True)
+def gate(request, student) -> None:
+    """A property test marked gated(...) fails, saying why, unless the functions it names compute (gates.py)."""
+    marker = request.node.get_closest_marker("gated")
+    if marker is not None:
+        gates.require(student, *marker.args)

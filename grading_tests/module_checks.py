@@ -12,6 +12,7 @@ from grading_tests.checks import (
     expect_shape,
     expect_tensor,
     fail,
+    in_a_batch,
     randn,
     run_module,
 )
@@ -189,9 +190,10 @@ LESSON_CAUSAL = torch.tensor([[0.6038, 0.7434], [-0.0062, 0.6072], [3.4989, 2.24
 
 
 def check_lesson(student, *, fused):
+    """The lesson's sentence as item 0 of a batch of random ones (a table of the printed answers fails it)."""
     init = {"embed_dim": 2, "num_heads": 1, "bias": False}
     for is_causal, printed in ((False, LESSON_SELF), (True, LESSON_CAUSAL)):
-        forward = {"x": LESSON_TOKENS, **({"is_causal": True} if is_causal else {})}
+        forward = {"x": in_a_batch(LESSON_TOKENS[0], seed=17), **({"is_causal": True} if is_causal else {})}
         result = check_module(student, init, lesson_state(), forward, fused=fused)
         expect_close(result.output[0], printed, f"{'causal ' if is_causal else ''}self-attention of the lesson",
                      atol=2e-3, rtol=0)
@@ -207,7 +209,9 @@ def check_no_dropout_in_eval_mode(student, *, fused, seed):
                        "the same module with dropout=0.0: outside training no weight may be dropped")
 
 
-def check_no_nan_for_an_empty_sequence(student, case, seed, lengths, *, fused):
+def check_empty_sequence(student, case, seed, lengths, *, fused):
+    """A sequence with no real token: its queries see no key, so their attention weights are all zero and their
+    output is out_proj of zeros (the bias), never NaN, never the mean of the values (an additive mask alone)."""
     init_kwargs, state, forward = case_inputs(case, seed)
     forward["padding_mask"] = oracle.padding(lengths, len(forward["padding_mask"][0]))
     output = module_output(student, init_kwargs, state, forward, fused=fused)
@@ -215,6 +219,15 @@ def check_no_nan_for_an_empty_sequence(student, case, seed, lengths, *, fused):
     if nan.any():
         fail(f"the output of {describe_forward(init_kwargs, forward, fused)} with padding lengths {lengths} has "
              f"{int(nan.sum())} NaN entries: a query with no real key gets all-zero weights, never NaN")
+    empty = [b for b, n in enumerate(lengths) if n == 0]
+    expected = expected_output(init_kwargs, state, forward)
+    what = f"the output of sequence {empty[0]} (no real token) of {describe_forward(init_kwargs, forward, fused)}"
+    uniform = ("matches equal weights over the padded keys: a query with no real key gets all-zero weights (as "
+               "torch's SDPA gives), not the equal weights that a mask added to the scores leaves")
+    expect_close(output[empty], expected[empty], what,
+                 hints=[(uniform, lambda: oracle.mha(state, init_kwargs["num_heads"], forward["x"],
+                                                     forward.get("context"), None, forward.get("is_causal", False),
+                                                     scale=0.0)[empty])])
 
 
 def check_placement(student, seed, *, fused):

@@ -187,8 +187,13 @@ def _mask_after_softmax(q, k, v, mask=None, is_causal=False, scale=None):
     return weights @ _f64(v), weights
 
 
+ZERO_IS_NONE = ("matches the default 1/sqrt(E): scale=0.0 was taken for no scale at all (write `if scale is "
+                "None:`, not `scale or ...`: 0.0 is a scale)")
+
 # name -> (hint, fn(q, k, v, mask, is_causal, scale) -> (output, weights) or None)
 ATTENTION_MISTAKES = {
+    "zero is none": (ZERO_IS_NONE, lambda q, k, v, mask, c, scale: attention(q, k, v, mask, c, None)
+                     if scale == 0 else None),
     "unscaled": ("matches unscaled attention: did you divide the scores by sqrt(E)?",
                  lambda q, k, v, mask, c, scale: attention(q, k, v, mask, c, 1.0) if scale is None else None),
     "scale by 1/E": ("matches scores divided by E instead of sqrt(E)",
@@ -212,6 +217,7 @@ ATTENTION_MISTAKES = {
 }
 
 SCORE_MISTAKES = {
+    "zero is none": (ZERO_IS_NONE, lambda q, k, scale: scores(q, k, None) if scale == 0 else None),
     "unscaled": ("matches q @ k^T without scaling: did you multiply by 1/sqrt(E)?",
                  lambda q, k, scale: scores(q, k, 1.0) if scale is None else None),
     "1/E": ("matches scores divided by E instead of sqrt(E)",

@@ -15,6 +15,7 @@ from grading_tests.checks import (
     expect_shape,
     expect_unmodified,
     fail,
+    in_a_batch,
     randn,
 )
 from grading_tests.placement import call_placed
@@ -42,19 +43,34 @@ def causal_hints(L, S):
     ]
 
 
-@pytest.mark.parametrize("L, S", [(1, None), (3, None), (7, None), (2, 4), (5, 2), (31, 7)])
-def test_causal_mask_values(student, L, S):
-    args = (L,) if S is None else (L, S)
-    result = call(student.causal_mask, *args)
-    what = f"causal_mask{args}"
-    expected = oracle.causal(L, S)
-    expect_shape(result.value, expected.shape, what)
-    expect_equal(result.value, expected, what, hints=causal_hints(L, S))
+# Several sizes per test: the mask of one size is the same whatever else is given, so a table of the sizes the
+# handout prints (or a constant [[True]]) would pass a test of one size without computing anything.
+@pytest.mark.parametrize("sizes", [
+    [(3, None), (1, None), (7, None)],
+    [(2, 4), (3, 9)],                   # more keys than queries
+    [(5, 2), (31, 7)],                  # more queries than keys
+], ids=["square", "more-keys", "more-queries"])
+def test_causal_mask_values(student, sizes):
+    for L, S in sizes:
+        args = (L,) if S is None else (L, S)
+        result = call(student.causal_mask, *args)
+        what = f"causal_mask{args}"
+        expected = oracle.causal(L, S)
+        expect_shape(result.value, expected.shape, what)
+        expect_equal(result.value, expected, what, hints=causal_hints(L, S))
 
 
+@pytest.mark.gated("causal_mask")
 @pytest.mark.second_device
 def test_causal_mask_on_the_requested_device(student):
     call_placed(student.causal_mask, 3, 5, shape=(3, 5), device_argument=True)
+
+
+@pytest.mark.gated("causal_mask")
+@pytest.mark.second_device
+def test_causal_mask_on_the_default_device(student):
+    """device=None means torch's default device (torch.set_default_device), not the CPU."""
+    call_placed(student.causal_mask, 3, 5, shape=(3, 5), default_device=True)
 
 
 # ---------------------------------------------------------------- padding_mask
@@ -71,11 +87,11 @@ def padding_hints(lengths, max_len):
 
 
 @pytest.mark.parametrize("lengths, max_len", [
-    ([3, 5, 4], None),          # the lesson's batch
+    ([3, 5, 4, 2, 0], None),    # the lesson's batch, and two rows it does not print
     ([1, 7, 2, 7], 9),          # wider than the longest sequence
     ([0, 2], 3),                # an empty sequence
-    ([1], None),
-], ids=["lesson", "max-len", "empty-row", "one-token"])
+    ([1, 0, 1, 1, 0, 1], None),  # at most one token: a single column, not all True
+], ids=["lesson-and-more", "max-len", "empty-row", "one-token"])
 @pytest.mark.parametrize("as_tensor", [False, True], ids=["list", "tensor"])
 def test_padding_mask_values(student, lengths, max_len, as_tensor):
     arg = torch.tensor(lengths) if as_tensor else lengths
@@ -87,14 +103,23 @@ def test_padding_mask_values(student, lengths, max_len, as_tensor):
     expect_equal(result.value, expected, what, hints=padding_hints(lengths, max_len))
 
 
+@pytest.mark.gated("padding_mask")
 @pytest.mark.second_device
 def test_padding_mask_on_the_lengths_device(student):
     call_placed(student.padding_mask, torch.tensor([2, 4, 1]), max_len=5, shape=(3, 5))
 
 
+@pytest.mark.gated("padding_mask")
 @pytest.mark.second_device
 def test_padding_mask_on_the_requested_device(student):
     call_placed(student.padding_mask, [2, 4, 1], max_len=5, shape=(3, 5), device_argument=True)
+
+
+@pytest.mark.gated("padding_mask")
+@pytest.mark.second_device
+def test_padding_mask_of_a_list_on_the_default_device(student):
+    """Lengths given as a list and no device: torch's default device (torch.set_default_device)."""
+    call_placed(student.padding_mask, [2, 4, 1], max_len=5, shape=(3, 5), default_device=True)
 
 
 # ---------------------------------------------------------------- apply_mask
@@ -135,8 +160,8 @@ def test_apply_mask_broadcasts_a_padding_shaped_mask(student):
 
 def test_apply_mask_lesson_padding_gives_the_printed_weights(student):
     keep = torch.tensor([True, True, False])
-    result = check_apply_mask(student, LESSON_SCORES, keep)
-    weights = torch.softmax(result.value.double(), dim=-1)
+    result = check_apply_mask(student, in_a_batch(LESSON_SCORES, seed=5), keep)
+    weights = torch.softmax(result.value[0].double(), dim=-1)
     expected = torch.tensor([[1, 0, 0], [0.0067, 0.9933, 0], [0.0067, 0.9933, 0]], dtype=torch.float64)
     expect_close(weights, expected, "softmax(apply_mask(lesson scores, last key padded))", atol=1e-4, rtol=0)
 
@@ -147,12 +172,14 @@ def test_apply_mask_without_mask_returns_the_scores(student):
     expect_close(result.value, scores.double(), "apply_mask(scores, None)", atol=0, rtol=0)
 
 
+@pytest.mark.gated("apply_mask")
 def test_apply_mask_does_not_modify_its_inputs(student):
     scores, mask = randn(2, 3, 4, seed=35), randn(3, 4, seed=36) > 0
     result = expect_result(call(student.apply_mask, scores, mask), (2, 3, 4), "apply_mask")
     expect_unmodified(result, "apply_mask", ["scores", "mask"])
 
 
+@pytest.mark.gated("apply_mask")
 @pytest.mark.second_device
 def test_apply_mask_on_the_inputs_device(student):
     call_placed(student.apply_mask, randn(2, 3, 4, seed=37), randn(3, 4, seed=38) > 0, shape=(2, 3, 4))
@@ -210,33 +237,44 @@ def lesson(values):
     return torch.tensor(values, dtype=torch.float32)
 
 
+def lessons_in_a_batch(*tensors, seed):
+    """Each of the lesson's tensors as item 0 of a batch of random others (see checks.in_a_batch)."""
+    return [in_a_batch(tensor, seed=seed + index) for index, tensor in enumerate(tensors)]
+
+
 def test_lesson_causal_attention(student):
-    q, k, v = lesson([[1, 0, 0], [0, 1, 0]]), lesson([[1, 2, 3], [4, 5, 6]]), lesson([[0, 1, 0], [1, 0, 1]])
-    result = check_attention(student, q, k, v, oracle.causal(2), what="attention of the lesson's causal example")
-    output, weights = result.value
+    q, k, v = lessons_in_a_batch(lesson([[1, 0, 0], [0, 1, 0]]), lesson([[1, 2, 3], [4, 5, 6]]),
+                                 lesson([[0, 1, 0], [1, 0, 1]]), seed=6)
+    result = check_attention(student, q, k, v, oracle.causal(2),
+                             what="attention of the lesson's causal example, in a batch")
+    output, weights = (value[0] for value in result.value)
     expect_close(weights, torch.tensor([[1, 0], [0.1503, 0.8497]]).double(), "lesson weights", atol=1e-4, rtol=0)
     expect_close(output, torch.tensor([[0, 1, 0], [0.8497, 0.1503, 0.8497]]).double(), "lesson output",
                  atol=1e-4, rtol=0)
 
 
 def test_lesson_two_keys_unscaled_and_scaled(student):
-    q, k, v = lesson([[1, 1]]), lesson([[2, 2], [1, 1]]), lesson([[3, 3], [4, 4]])
-    output, weights = check_attention(student, q, k, v, scale=1.0, what="the lesson's unscaled example").value
+    q, k, v = lessons_in_a_batch(lesson([[1, 1]]), lesson([[2, 2], [1, 1]]), lesson([[3, 3], [4, 4]]), seed=9)
+    output, weights = (value[0] for value in check_attention(
+        student, q, k, v, scale=1.0, what="the lesson's unscaled example, in a batch").value)
     expect_close(weights, torch.tensor([[0.8808, 0.1192]]).double(), "unscaled weights", atol=1e-4, rtol=0)
     expect_close(output, torch.tensor([[3.1192, 3.1192]]).double(), "unscaled output", atol=1e-4, rtol=0)
-    q, k = torch.ones(1, 8), torch.stack([2 * torch.ones(8), torch.ones(8)])
-    v = torch.stack([3 * torch.ones(8), 4 * torch.ones(8)])
-    output, weights = check_attention(student, q, k, v, what="the lesson's 8-feature example").value
+    q, k, v = lessons_in_a_batch(torch.ones(1, 8), torch.stack([2 * torch.ones(8), torch.ones(8)]),
+                                 torch.stack([3 * torch.ones(8), 4 * torch.ones(8)]), seed=12)
+    output, weights = (value[0] for value in check_attention(
+        student, q, k, v, what="the lesson's 8-feature example, in a batch").value)
     expect_close(weights, torch.tensor([[0.9442, 0.0558]]).double(), "scaled weights", atol=1e-4, rtol=0)
     expect_close(output, torch.full((1, 8), 3.0558).double(), "scaled output", atol=1e-4, rtol=0)
 
 
 def test_lesson_causal_softmax_of_three_tokens(student):
     eye = torch.eye(3)
-    _, weights = check_attention(student, LESSON_SCORES, eye, eye, is_causal=True, scale=1.0,
-                                 what="attention with q = the lesson's scores, k = v = identity, causal").value
+    q, k, v = lessons_in_a_batch(LESSON_SCORES, eye, eye, seed=15)
+    _, weights = check_attention(student, q, k, v, is_causal=True, scale=1.0,
+                                 what="attention with q = the lesson's scores, k = v = identity, causal, in a "
+                                      "batch").value
     expected = torch.tensor([[1, 0, 0], [0.0067, 0.9933, 0], [0.0067, 0.9930, 0.0003]]).double()
-    expect_close(weights, expected, "causal weights of the lesson", atol=1e-4, rtol=0)
+    expect_close(weights[0], expected, "causal weights of the lesson", atol=1e-4, rtol=0)
 
 
 def test_lesson_broadcast_of_queries_over_key_batches(student):
@@ -263,6 +301,7 @@ RANDOM_CASES = {
     "mask-and-causal": ((2, 6, 10), (2, 6, 10), (2, 6, 3), (2, 6, 6), True, None),
     "broadcast-mask-and-scale": ((3, 2, 5, 12), (3, 2, 5, 12), (3, 2, 5, 12), (5, 5), False, 0.3),
     "broadcast-batch": ((2, 1, 4, 8), (1, 3, 6, 8), (1, 3, 6, 2), (6,), False, None),
+    "zero-scale": ((2, 5, 6), (2, 4, 6), (2, 4, 3), (5, 4), False, 0.0),   # every visible key weighs the same
 }
 
 
@@ -296,6 +335,7 @@ def test_gradients_agree_with_float64_math(student, is_causal, with_mask):
         expect_close(g, e, f"the gradient with respect to {name}")
 
 
+@pytest.mark.gated("scaled_dot_product_attention")
 def test_rows_sum_to_one_over_visible_keys(student):
     q, k, v = randn(3, 6, 8, seed=60, scale=3.0), randn(3, 9, 8, seed=61), randn(3, 9, 8, seed=62)
     mask = oracle.expand(oracle.padding([9, 4, 6]), 6)[:, 0]  # (3, 6, 9)
@@ -307,6 +347,7 @@ def test_rows_sum_to_one_over_visible_keys(student):
         fail("a masked key got a non-zero attention weight")
 
 
+@pytest.mark.gated("scaled_dot_product_attention")
 def test_future_tokens_do_not_change_past_outputs(student):
     q, k, v = randn(2, 7, 6, seed=63), randn(2, 7, 6, seed=64), randn(2, 7, 5, seed=65)
     before, _ = attend(student, q, k, v, is_causal=True)
@@ -319,6 +360,7 @@ def test_future_tokens_do_not_change_past_outputs(student):
              "a query must not see keys after its own position")
 
 
+@pytest.mark.gated("scaled_dot_product_attention")
 def test_padded_keys_do_not_change_real_outputs(student):
     q, k, v = randn(3, 5, 6, seed=66), randn(3, 8, 6, seed=67), randn(3, 8, 4, seed=68)
     lengths = [8, 3, 6]
@@ -333,6 +375,7 @@ def test_padded_keys_do_not_change_real_outputs(student):
         fail("changing the padded keys and values changed the output: padded tokens must get zero weight")
 
 
+@pytest.mark.gated("scaled_dot_product_attention")
 def test_self_attention_is_permutation_equivariant(student):
     x = randn(2, 7, 6, seed=75)
     perm = torch.tensor([3, 0, 6, 1, 5, 2, 4])
@@ -371,6 +414,7 @@ def test_float64_inputs_stay_float64(student):
     check_attention(student, q, k, v, _mask((3, 4, 4), 88))
 
 
+@pytest.mark.gated("scaled_dot_product_attention")
 @pytest.mark.second_device
 def test_runs_on_the_inputs_device(student):
     q, k, v = randn(2, 5, 4, seed=89), randn(2, 6, 4, seed=90), randn(2, 6, 3, seed=91)
@@ -378,16 +422,21 @@ def test_runs_on_the_inputs_device(student):
                 shape=attention_shapes(q, k, v))
 
 
-def test_inputs_are_not_modified(student):
+# With is_causal too: combining the causal mask into the caller's mask in place is a way to modify it.
+@pytest.mark.gated("scaled_dot_product_attention")
+@pytest.mark.parametrize("is_causal", [False, True], ids=["mask", "mask-and-causal"])
+def test_inputs_are_not_modified(student, is_causal):
     q, k, v = randn(2, 5, 4, seed=97), randn(2, 6, 4, seed=98), randn(2, 6, 3, seed=99)
     mask = _mask((2, 5, 6), 100)
-    result = expect_result(call(student.scaled_dot_product_attention, q, k, v, mask), attention_shapes(q, k, v), SDPA)
+    result = expect_result(call(student.scaled_dot_product_attention, q, k, v, mask, is_causal=is_causal),
+                           attention_shapes(q, k, v), SDPA)
     expect_unmodified(result, SDPA, ["q", "k", "v", "mask"])
 
 
 DROPOUT_P = 0.3
 
 
+@pytest.mark.gated("scaled_dot_product_attention")
 def test_dropout_zeroes_weights_at_the_given_rate_and_rescales(student):
     q, k, v = randn(4, 24, 8, seed=101), randn(4, 20, 8, seed=102), randn(4, 20, 5, seed=103)
     result = call(student.scaled_dot_product_attention, q, k, v, dropout_p=DROPOUT_P, options=CallOptions(seed=7))
@@ -414,6 +463,7 @@ def test_dropout_zeroes_weights_at_the_given_rate_and_rescales(student):
                  dtype=torch.float32)
 
 
+@pytest.mark.gated("scaled_dot_product_attention")
 def test_no_dropout_when_dropout_p_is_zero(student):
     q, k, v = randn(2, 6, 8, seed=104), randn(2, 6, 8, seed=105), randn(2, 6, 8, seed=106)
     what = f"{SDPA}(..., dropout_p=0.0)"

@@ -78,6 +78,7 @@ def test_head_h_holds_features_h_times_d_onwards(student):
         fail("head 1 of features 0..11 split into 3 heads must hold features 4, 5, 6, 7")
 
 
+@pytest.mark.gated("split_heads", "merge_heads")
 @pytest.mark.parametrize("E, H", [(12, 4), (21, 7), (30, 5)])
 def test_merge_undoes_split_exactly(student, E, H):
     """Your merge_heads against your split_heads: each may be wrong alone, the round trip must give x back."""
@@ -87,6 +88,7 @@ def test_merge_undoes_split_exactly(student, E, H):
     expect_equal(back, x, f"merge_heads(split_heads(x {tuple(x.shape)}, {H}))")
 
 
+@pytest.mark.gated("split_heads")
 def test_split_rejects_a_head_count_that_does_not_divide_the_width(student):
     expect_raises(student.split_heads, "ValueError", randn(1, 2, 10, seed=230), 3,
                   why="E=10 features cannot be cut into 3 equal heads")
@@ -97,6 +99,7 @@ def test_split_rejects_a_head_count_that_does_not_divide_the_width(student):
             fail(f"split_heads(x (1, 2, 10), 5) raised ValueError ({error.message}), but 5 heads divide E=10")
 
 
+@pytest.mark.gated("split_heads")
 def test_split_error_message_names_the_width_and_the_head_count(student):
     error = expect_raises(student.split_heads, "ValueError", randn(1, 2, 10, seed=230), 3,
                           why="E=10 features cannot be cut into 3 equal heads")
@@ -121,6 +124,7 @@ def test_gradients_pass_through_split_and_merge(student):
     expect_close(result.input_grads[0], oracle.split(upstream, 4), "the gradient of merge_heads with respect to x")
 
 
+@pytest.mark.gated("split_heads", "merge_heads")
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
 def test_keeps_the_dtype(student, dtype):
     heads = expect_result(call(student.split_heads, randn(2, 5, 12, seed=236, dtype=dtype), 3), (2, 3, 5, 4),
@@ -131,12 +135,14 @@ def test_keeps_the_dtype(student, dtype):
     expect_dtype(merged, dtype, "merge_heads")
 
 
+@pytest.mark.gated("split_heads", "merge_heads")
 @pytest.mark.second_device
 def test_runs_on_the_inputs_device(student):
     call_placed(student.split_heads, randn(2, 5, 12, seed=237), 3, shape=(2, 3, 5, 4))
     call_placed(student.merge_heads, randn(2, 3, 5, 4, seed=238), shape=(2, 5, 12))
 
 
+@pytest.mark.gated("split_heads", "merge_heads")
 def test_inputs_are_not_modified(student):
     split = expect_result(call(student.split_heads, randn(2, 5, 12, seed=237), 3), (2, 3, 5, 4), "split_heads")
     expect_unmodified(split, "split_heads", ["x"])

@@ -48,13 +48,14 @@ def test_every_query_row_repeats_the_key_mask(student, lengths, max_len, L):
 
 
 def test_lesson_combined_causal_and_padding_mask(student):
-    real = oracle.padding([4], 8)
+    real = torch.cat([oracle.padding([4], 8), oracle.padding([6, 1], 8)])   # the lesson's sentence, and two more
     expanded = check_expansion(student, real, 8).value
     combined = oracle.causal(8) & expanded[0, 0]
     expected = torch.tensor([[j <= min(i, 3) for j in range(8)] for i in range(8)])
     expect_equal(combined, expected, "causal_mask(8) & the expanded mask of 8 tokens with 4 padded")
 
 
+@pytest.mark.gated("expand_padding_mask")
 def test_torch_sdpa_accepts_the_expanded_mask_for_any_head_count(student):
     """Shape and dtype only: whatever its values, SDPA must take the mask as attn_mask for 4 heads."""
     real = oracle.padding([5, 2, 4])
@@ -68,11 +69,13 @@ def test_torch_sdpa_accepts_the_expanded_mask_for_any_head_count(student):
     expect_shape(out, (3, 4, 3, 6), "SDPA output with the expanded mask")
 
 
+@pytest.mark.gated("expand_padding_mask")
 @pytest.mark.second_device
 def test_runs_on_the_masks_device(student):
     call_placed(student.expand_padding_mask, oracle.padding([2, 4, 3]), 5, shape=(3, 1, 5, 4))
 
 
+@pytest.mark.gated("expand_padding_mask")
 def test_leaves_the_mask_unmodified(student):
     result = expect_result(call(student.expand_padding_mask, oracle.padding([2, 4, 3]), 5), (3, 1, 5, 4),
                            "expand_padding_mask(mask (3, 4), 5)")

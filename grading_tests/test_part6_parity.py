@@ -7,16 +7,16 @@ import torch
 
 from autograder.gateway import CallOptions, ModuleSpec
 from grading_tests import oracle
-from grading_tests.checks import expect_close, fail, run_module
+from grading_tests.checks import expect_close, fail, randn, run_module
 from grading_tests.module_checks import (
     MODULE_CASES,
     case_inputs,
     check_dropout_rate,
+    check_empty_sequence,
     check_gradients,
     check_lesson,
     check_module,
     check_no_dropout_in_eval_mode,
-    check_no_nan_for_an_empty_sequence,
     check_placement,
     describe_forward,
     module_output,
@@ -64,16 +64,34 @@ def test_fused_gradients_agree_with_float64_math(student, case):
     check_gradients(student, case, 890 + len(case), fused=True)
 
 
+@pytest.mark.gated("MultiHeadAttention(fused=True)")
 def test_fused_dropout_only_in_training_and_at_the_given_rate(student):
     check_dropout_rate(student, fused=True)
 
 
+@pytest.mark.gated("MultiHeadAttention(fused=True)")
 def test_fused_no_dropout_in_eval_mode(student):
     check_no_dropout_in_eval_mode(student, fused=True, seed=900)
 
 
-def test_fused_sequence_with_no_real_token_gives_no_nan(student):
-    check_no_nan_for_an_empty_sequence(student, "self-causal-padding", 910, [8, 0, 3], fused=True)
+@pytest.mark.parametrize("backend", [None, "math"], ids=["any-backend", "math-backend"])
+def test_fused_attention_step_alone_with_more_keys_than_queries(student, backend):
+    """_fused_attention on its own, as its docstring allows: is_causal over L != S keys (aligned to the top-left
+    corner, as SDPA's) together with a key mask, which the math backend refuses to take with is_causal."""
+    q, k, v = randn(2, 2, 3, 4, seed=930), randn(2, 2, 5, 4, seed=931), randn(2, 2, 5, 4, seed=932)
+    keys = torch.tensor([[True, True, False, True, False], [True, False, True, True, True]])
+    mask = keys[:, None, None, :].expand(2, 1, 3, 5).clone()   # key 0 is real: no query is left without a key
+    arguments = {"q": q, "k": k, "v": v, "mask": mask, "is_causal": True, "dropout_p": 0.0}
+    spec = ModuleSpec(init_kwargs={"embed_dim": 8, "num_heads": 2, "fused": True}, forward_kwargs=arguments,
+                      method="_fused_attention")
+    got = run_module(student, spec, CallOptions(sdpa_backend=backend)).output
+    expected, _ = oracle.attention(q, k, v, mask, True)
+    expect_close(got, expected, "_fused_attention(q (2, 2, 3, 4), k and v (2, 2, 5, 4), mask (2, 1, 3, 5), "
+                                "is_causal=True, dropout_p=0.0)" + (" on the math backend" if backend else ""))
+
+
+def test_fused_sequence_with_no_real_token_gets_no_attention(student):
+    check_empty_sequence(student, "self-causal-padding", 910, [8, 0, 3], fused=True)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -82,11 +100,13 @@ def test_fused_low_precision(student, dtype):
     check_module(student, init_kwargs, state, forward, fused=True, dtype=dtype)
 
 
+@pytest.mark.gated("MultiHeadAttention(fused=True)")
 @pytest.mark.second_device
 def test_fused_runs_on_the_inputs_device(student):
     check_placement(student, 930, fused=True)
 
 
+@pytest.mark.gated("MultiHeadAttention(fused=True)")
 def test_fused_parameters_match_the_manual_module(student):
     built = run_module(student, ModuleSpec(init_kwargs={"embed_dim": 12, "num_heads": 3, "fused": True}))
     manual = run_module(student, ModuleSpec(init_kwargs={"embed_dim": 12, "num_heads": 3}))

@@ -73,14 +73,14 @@ class MultiHeadAttention(nn.Module):
             ValueError when is_causal is True and context is given, and only then.
 
         Dropout of the attention weights happens only in training mode
-        (self.training), with probability `dropout`. With fused=True the
-        attention itself must go through self._fused_attention.
+        (self.training), with probability `dropout`.
 
         The manual path (fused=False) must not call
         torch.nn.functional.scaled_dot_product_attention, F.multi_head_attention_forward or
-        nn.MultiheadAttention; the fused path must call
-        torch.nn.functional.scaled_dot_product_attention. A hidden test during which a path
-        breaks this earns no points, and your instructor sees it flagged.
+        nn.MultiheadAttention; with fused=True the attention itself must go through
+        self._fused_attention, which calls torch.nn.functional.scaled_dot_product_attention.
+        A hidden test during which a path breaks this earns no points, and your
+        instructor sees it flagged.
 
         Rules (the grader checks each one):
             - Works in float16, bfloat16, float32 and float64 (after module.to(dtype));

@@ -15,7 +15,7 @@ import pathlib
 import sys
 import zipfile
 
-from student.parts import is_stub_message
+from student.parts import GRADER_PACKAGES, is_stub_message
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 WORK_DIR = PACKAGE_DIR.parent
@@ -67,6 +67,27 @@ def unimplemented(package_dir: pathlib.Path = PACKAGE_DIR) -> list[str]:
     return found
 
 
+def missing_on_the_grader(package_dir: pathlib.Path = PACKAGE_DIR) -> list[str]:
+    """'masking.py imports einops': each import of student/ (its tests aside) that the grader cannot satisfy
+    (neither Python's standard library, nor your own package, nor one of GRADER_PACKAGES)."""
+    found = []
+    for path in sorted(package_dir.rglob("*.py")):
+        relative = path.relative_to(package_dir)
+        if relative.parts[0] == "tests" or any(part in SKIPPED for part in relative.parts):
+            continue
+        try:
+            tree = ast.parse(path.read_text(), filename=str(path))
+        except SyntaxError:
+            continue   # unimplemented() reports it
+        modules = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        modules |= {node.module for node in ast.walk(tree)
+                    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module}
+        for top in sorted({module.split(".")[0] for module in modules}):
+            if top not in sys.stdlib_module_names and top != "student" and top not in GRADER_PACKAGES:
+                found.append(f"{relative.as_posix()} imports {top}")
+    return found
+
+
 def _package_files(package_dir: pathlib.Path):
     for path in sorted(package_dir.rglob("*")):
         relative = path.relative_to(package_dir)
@@ -115,6 +136,11 @@ def main(argv=None) -> int:
     stubs = unimplemented()
     if stubs:
         print("WARNING: still not implemented (they score 0):\n  " + "\n  ".join(stubs) + "\n")
+    missing = missing_on_the_grader()
+    if missing:
+        print("WARNING: the grader cannot import these, so the functions of those files would score 0 there "
+              f"(it has Python's standard library and {', '.join(GRADER_PACKAGES)}):\n  " + "\n  ".join(missing)
+              + "\n")
 
     try:
         zip_path = write_submission_zip(args.out.resolve())

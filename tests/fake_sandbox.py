@@ -10,11 +10,11 @@ from autograder.engine import messages, processes, protocol
 
 class FakeSpawner:
     """The n-th stand-in (n from 1) says Ready, then answers each request with ValueError("sandbox n") after
-    `behaviour` seconds of sleeping (no CPU), or spins forever ("spin"). Those from number meta_warm_from on
-    say that torch's meta device is warm in them."""
+    `behaviour` seconds of sleeping (no CPU), or spins forever ("spin"). Those from number second_warm_from on
+    say that the second device is warm in them."""
 
-    def __init__(self, behaviour: str = "0", meta_warm_from: int = 1):
-        self.behaviour, self.meta_warm_from = behaviour, meta_warm_from
+    def __init__(self, behaviour: str = "0", second_warm_from: int = 1):
+        self.behaviour, self.second_warm_from = behaviour, second_warm_from
         self.pids: list[int] = []
 
     def spawn(self):
@@ -26,7 +26,7 @@ class FakeSpawner:
             try:   # a forked copy of pytest: it must never return into the test run
                 os.setsid()
                 ours.close()
-                theirs.sendall(messages.Ready([]).encode())
+                theirs.sendall(messages.Ready().encode())
                 reader = protocol.FrameReader(theirs)
                 while True:
                     reader.read(None)
@@ -39,7 +39,7 @@ class FakeSpawner:
         theirs.close()
         os.close(out_write)
         self.pids.append(pid)
-        return pid, ours, out_read, number >= self.meta_warm_from
+        return pid, ours, out_read, number >= self.second_warm_from
 
     def reap(self):
         processes.reap(self.pids)

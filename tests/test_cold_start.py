@@ -3,9 +3,9 @@ measures it), each held here as a property rather than as a time:
 
 - gradients through one scalar are the gradients torch.autograd.grad gives with explicit grad_outputs, bit for
   bit, and neither they nor the suite's common paths load torch's symbolic-shapes machinery (sympy);
-- the first sandbox serves the CPU tests while a second one warms up the meta device, and takes over at the
-  first call that needs that device: every test that runs student code there is marked second_device (the
-  engine runs those last), and the results keep the suite's order whatever order the tests ran in.
+- the first sandbox serves the CPU tests while a second one warms up the emulated second device, and takes over
+  at the first call that needs that device: every test that runs student code there is marked second_device
+  (the engine runs those last), and the results keep the suite's order whatever order the tests ran in.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from autograder.engine import messages
-from autograder.engine.client import SandboxGateway, SessionLog, uses_meta
+from autograder.engine.client import SandboxGateway, SessionLog, uses_second_device
 from autograder.engine.executor import vector_jacobian
 from autograder.engine.limits import Limits
 from autograder.engine.trusted import _SecondDeviceLast
@@ -116,19 +116,22 @@ def test_the_points_report_keeps_the_suites_order_whatever_order_the_tests_ran_i
 
 @pytest.mark.parametrize(("request_", "expected"), [
     (messages.CallRequest("scaled_scores", (torch.ones(2),), {}), False),
-    (messages.CallRequest("scaled_scores", (torch.ones(2),), {}, device="meta"), True),
-    (messages.CallRequest("causal_mask", (3, 5), {"device": "meta"}), True),
-    (messages.CallRequest("padding_mask", ([2, 4], 5, "meta"), {}), True),
+    (messages.CallRequest("scaled_scores", (torch.ones(2),), {}, device="emulated"), True),
+    (messages.CallRequest("causal_mask", (3, 5), {"device": "emulated"}), True),
+    (messages.CallRequest("causal_mask", (3, 5), {"device": "emulated:0"}), True),
+    (messages.CallRequest("padding_mask", ([2, 4], 5, "emulated"), {}), True),
+    (messages.CallRequest("causal_mask", (3, 5), {}, default_device="emulated"), True),
     (messages.CallRequest("causal_mask", (3, 5), {"device": "cpu"}), False),
-    (messages.ModuleRequest({"d_model": 8}, device="meta"), True),
+    (messages.ModuleRequest({"d_model": 8}, device="emulated"), True),
     (messages.ModuleRequest({"d_model": 8}), False),
-], ids=["cpu", "meta-inputs", "meta-argument", "meta-positional", "cpu-argument", "module-meta", "module-cpu"])
-def test_a_call_uses_the_meta_device_when_asked_to_or_told_to(request_, expected):
-    assert uses_meta(request_) is expected
+], ids=["cpu", "second-device-inputs", "second-device-argument", "indexed-argument", "second-device-positional",
+        "default-device", "cpu-argument", "module-second-device", "module-cpu"])
+def test_a_call_uses_the_second_device_when_asked_to_or_told_to(request_, expected):
+    assert uses_second_device(request_) is expected
 
 
-def test_the_gateway_moves_to_a_meta_warm_sandbox_at_the_first_meta_call_and_stays():
-    spawner = FakeSpawner(meta_warm_from=2)   # the first has a cold meta device, the next ones a warm one
+def test_the_gateway_moves_to_a_warm_sandbox_at_the_first_second_device_call_and_stays():
+    spawner = FakeSpawner(second_warm_from=2)   # the first has a cold second device, the next ones a warm one
     gateway = SandboxGateway(spawner, Limits(), SessionLog())
 
     def answered_by(device="cpu", **kwargs):
@@ -137,8 +140,8 @@ def test_the_gateway_moves_to_a_meta_warm_sandbox_at_the_first_meta_call_and_sta
         return raised.value.message
 
     try:
-        answers = [answered_by(), answered_by(), answered_by(device="meta"), answered_by(),
-                   answered_by(device="meta"), answered_by()]
+        answers = [answered_by(), answered_by(), answered_by(device="emulated"), answered_by(),
+                   answered_by(device="emulated"), answered_by()]
     finally:
         gateway.close()
         spawner.reap()

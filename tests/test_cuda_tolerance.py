@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 import pytest
 import torch
 
-from autograder.gateway import LocalGateway
+from autograder.local_gateway import LocalGateway
 from autograder.samples import edited_reference, write_submission
 from autograder.zoo.variants import VARIANTS
 from grading_tests import lowp_tolerance as lowp

@@ -15,7 +15,8 @@ import torch
 from autograder.engine import executor, messages, protocol, replies
 from autograder.engine.messages import CallReply, CallRequest, Failure, ModuleReply, ModuleRequest, Ready
 from autograder.engine.protocol import ProtocolError
-from autograder.gateway import Gateway, LocalGateway, ModuleSpec, module_path
+from autograder.gateway import Gateway, ModuleSpec, module_path
+from autograder.local_gateway import LocalGateway
 
 
 def roundtrip(value):
@@ -192,7 +193,7 @@ def roundtrip_frame(message):
     CallRequest("split_heads", (torch.ones(2, 3, 4), 2), {"dim": -1}, "meta", 3, (torch.ones(2),), "math"),
     ModuleRequest({"embed_dim": 4, "num_heads": 2}, {"q_proj.weight": torch.eye(4)}, {"x": torch.ones(1, 2, 4)},
                   True, torch.float64),
-    Ready(["escape attempt: open /etc/shadow"]),
+    Ready({"masking": "ModuleNotFoundError: No module named einops"}, ["escape attempt: open /etc/shadow"]),
     Failure("ValueError", "bad", []),
     CallReply((torch.ones(2), torch.zeros(1)), ["cpu", "cpu"], None, [torch.ones(1), None], ["x"], []),
     ModuleReply({"w": torch.ones(2)}, torch.ones(1), ["cpu"], {"x": None}, None, {"x": torch.ones(1)}, [], []),
@@ -207,13 +208,15 @@ def test_every_message_survives_its_encode_and_decode(message):
 
 def test_a_message_of_another_kind_or_with_wrong_fields_is_refused():
     with pytest.raises(ProtocolError, match="kind"):
-        decoded(Ready([]), CallReply, Failure)
+        decoded(Ready(), CallReply, Failure)
     with pytest.raises(ProtocolError, match="fields"):
         messages.decode({"kind": "ready", "events": [], "extra": 1}, Ready)
     with pytest.raises(ProtocolError, match="type"):
         messages.decode({"kind": "failure", "type_name": 3, "message": "m", "events": []}, Failure)
     with pytest.raises(ProtocolError, match="type"):
-        messages.decode({"kind": "ready", "events": ["ok", 5]}, Ready)
+        messages.decode({"kind": "ready", "unloadable": {}, "events": ["ok", 5]}, Ready)
+    with pytest.raises(ProtocolError, match="type"):
+        messages.decode({"kind": "ready", "unloadable": {"masking": 5}, "events": []}, Ready)
     with pytest.raises(ProtocolError, match="not a message"):
         messages.decode(["ready"], Ready)
 
@@ -245,10 +248,28 @@ def test_a_reply_that_contradicts_its_call_is_refused():
         (call_reply(torch.zeros(1), [torch.ones(2)], devices=["meta"]), "arrived as a cpu"),
         (call_reply(torch.zeros(1), [torch.ones(2)], devices=[]), "devices do not match"),
         (call_reply(torch.zeros(1), [torch.ones(2)], devices=["tpu:banana"]), "unknown device"),
+        (call_reply(torch.zeros(1), [torch.ones(2)], devices=["emulated:0"]), "arrived as a cpu"),
+        (call_reply(on_the_wire_from_the_emulated_device(torch.zeros(1)), [torch.ones(2)]), "arrived as a emulated"),
         (call_reply(torch.zeros(1), [torch.ones(2)], grads=[torch.ones(2), None]), "input_grads"),
     ]:
         with pytest.raises(ProtocolError, match=why):
             replies.call_result(reply, args, "cpu")
+
+
+def on_the_wire_from_the_emulated_device(tensor: torch.Tensor) -> torch.Tensor:
+    """A tensor as the wire decodes one the sandbox sent from the emulated device."""
+    return protocol.decode(protocol.encode(tensor.to("emulated"))[protocol.LENGTH.size:])
+
+
+def test_a_result_of_the_emulated_device_is_believed_only_where_the_wire_says_so():
+    args = (torch.ones(2),)
+    here = on_the_wire_from_the_emulated_device
+    result = replies.call_result(call_reply(here(torch.zeros(1)), [here(torch.ones(2))], devices=["emulated:0"]),
+                                 args, "emulated")
+    assert result.devices == ["emulated:0"] and result.inputs_mutated == []
+    with pytest.raises(ProtocolError, match="came back as a cpu tensor for a call on emulated"):
+        replies.call_result(call_reply(here(torch.zeros(1)), [torch.ones(2)], devices=["emulated:0"]), args,
+                            "emulated")
 
 
 def test_a_call_on_the_meta_device_reports_no_change_it_cannot_see():
@@ -283,17 +304,22 @@ def test_a_forbidden_path_becomes_a_flag_and_a_note_against_the_test_that_ran_it
     gateway.test = "grading_tests/test_part5_multihead.py::test_a"
     gateway.note_path(None, ["scaled_dot_product_attention"])            # a module only built: no path ran
     gateway.note_path("manual", [])
-    gateway.note_path("fused", ["scaled_dot_product_attention"])
+    gateway.note_path("fused", ["self._fused_attention", "scaled_dot_product_attention"])
+    gateway.note_path("fused-step", ["scaled_dot_product_attention"])    # the fused step called on its own
     assert gateway.flags == [] and gateway.forbidden == {}
     gateway.note_path("manual", ["multi_head_attention_forward"])
     gateway.test = "grading_tests/test_part6_parity.py::test_b"
-    gateway.note_path("fused", [])
-    assert len(gateway.flags) == 2
+    gateway.note_path("fused", ["self._fused_attention"])
+    gateway.test = "grading_tests/test_part6_parity.py::test_c"
+    gateway.note_path("fused", ["scaled_dot_product_attention"])         # SDPA inline, not through the step
+    assert len(gateway.flags) == 3
     assert gateway.flags[0].startswith("forbidden call: the manual path called torch's multi_head_attention_forward")
     assert gateway.flags[0].endswith("(test_a)")
     assert "fused path never called" in gateway.flags[1]
+    assert "never went through self._fused_attention" in gateway.flags[2]
     assert list(gateway.forbidden) == ["grading_tests/test_part5_multihead.py::test_a",
-                                       "grading_tests/test_part6_parity.py::test_b"]
+                                       "grading_tests/test_part6_parity.py::test_b",
+                                       "grading_tests/test_part6_parity.py::test_c"]
 
 
 @pytest.mark.parametrize(("init", "forward", "path"), [
@@ -304,6 +330,28 @@ def test_a_forbidden_path_becomes_a_flag_and_a_note_against_the_test_that_ran_it
 ], ids=["built-only", "default", "fused-false", "fused-true"])
 def test_the_path_of_a_module_call_is_known_from_the_call_itself(init, forward, path):
     assert module_path(ModuleSpec(init_kwargs=init, forward_kwargs=forward)) == path
+    step = ModuleSpec(init_kwargs=init, forward_kwargs=forward, method="_fused_attention")
+    assert module_path(step) == (None if forward is None else "fused-step")
+
+
+def test_forward_is_seen_going_through_the_fused_step_whichever_way_it_calls_it():
+    """self._fused_attention(...) and type(self)._fused_attention(self, ...) are both noted; the class is left
+    as it was."""
+    from autograder.engine import executor
+
+    class Base(torch.nn.Module):
+        def _fused_attention(self, x):
+            return x * 2
+
+    class Module(Base):
+        def forward(self, x):
+            return self._fused_attention(x) + type(self)._fused_attention(self, x)
+
+    module, seen = Module(), []
+    with executor.noting_steps(module, seen, "forward"):
+        assert torch.equal(module(torch.ones(2)), 4 * torch.ones(2))
+    assert seen == ["self._fused_attention"] * 2
+    assert "_fused_attention" not in Module.__dict__ and Module()._fused_attention(torch.ones(1)) == 2
 
 
 def test_the_dispatchers_watch_sees_a_call_hidden_from_the_function_watch(monkeypatch):

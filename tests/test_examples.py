@@ -14,7 +14,9 @@ pytestmark = pytest.mark.slow
 
 EXPECTED = {   # name -> (status, score or None for "between 0 and 100")
     "alice": ("graded", 100.0), "bob": ("graded", None), "carol": ("graded", 0.0), "dave": ("graded", 100.0),
-    "erin": ("graded", None), "frank": ("error", 0.0), "grace": ("error", 0.0),
+    "erin": ("graded", None), "grace": ("error", 0.0),
+    # scaling.py does not compile, and masking.py and multihead.py import it: Parts 3 and 4 are graded.
+    "frank": ("graded", 20.0),
 }
 
 

@@ -1,9 +1,12 @@
-"""Each hidden test fails only for the property its name states (issue 15).
+"""Each hidden test fails only for the property its name states, or because its function computes nothing.
 
-Every row runs one hidden test function in this process (LocalGateway) against one submission:
-the reshaped tests pass correct-but-different code, or code wrong only in another property, that
-they used to fail, and still fail the bug they are for. Device tests that cannot decide on the
-meta device (the code reads values) are skipped, never failed, and still fail misplaced tensors.
+Every row runs one hidden test function in this process (LocalGateway) against one submission, its gate
+first when it has one (grading_tests/gates.py): the tests pass correct-but-different code, and code wrong
+only in another function or another property, and fail the bug they are for. A property test of a function
+fails too when that function's basic case is wrong (its gate: points for a property only to a function that
+computes), and only then: a bug of another function leaves it alone. Device tests decide on every machine
+(the emulated second device has values): code that reads values passes, misplaced tensors fail, and no
+exception the student's code raises makes a check inconclusive.
 """
 import sys
 import warnings
@@ -11,11 +14,11 @@ import warnings
 import pytest
 import torch
 
-from autograder.gateway import LocalGateway, StudentError
+from autograder.local_gateway import LocalGateway
 from autograder.samples import edited_reference, write_submission
 from autograder.zoo.bugs import BUGS
 from autograder.zoo.variants import VARIANTS
-from grading_tests.placement import meta_may_explain
+from grading_tests import gates
 
 ZOO = {sample.name: sample.overrides for sample in BUGS + VARIANTS}
 # Mistakes written here to show what a reshaped test still catches.
@@ -33,23 +36,35 @@ EXTRA = {
     "split-returns-zeros": edited_reference(
         "heads.py", "    return x.reshape(B, L, num_heads, E // num_heads).transpose(1, 2)",
         "    return torch.zeros(B, num_heads, L, E // num_heads, dtype=x.dtype, device=x.device)"),
+    # A device bug dressed as the meta device's refusal: an exception's text excuses nothing.
+    "causal-mask-raising-meta-words-off-the-cpu": edited_reference(
+        "masking.py", "    return torch.ones(L, S, dtype=torch.bool, device=device).tril()",
+        "    if device is not None and torch.device(device).type != 'cpu':\n"
+        "        raise RuntimeError('Tensor.item() cannot be called on meta tensors')\n"
+        "    return torch.ones(L, S, dtype=torch.bool, device=device).tril()"),
 }
 
-PASS, FAIL, SKIP = "passes", "fails", "is inconclusive"
+PASS, FAIL = "passes", "fails"
 # (hidden test module, test function, its parameters, submission, expected outcome)
 CASES = [
-    # Device tests: value-reading code is inconclusive on the meta device; misplaced tensors still fail.
-    ("test_part2_masking", "test_padding_mask_on_the_lengths_device", {}, "padding-mask-from-python-ints", SKIP),
-    ("test_part2_masking", "test_padding_mask_on_the_lengths_device", {}, "padding-mask-filled-with-item", SKIP),
+    # Device tests decide on every machine: value-reading code passes, misplaced tensors fail, whatever they raise.
+    ("test_part2_masking", "test_padding_mask_on_the_lengths_device", {}, "padding-mask-from-python-ints", PASS),
+    ("test_part2_masking", "test_padding_mask_on_the_lengths_device", {}, "padding-mask-filled-with-item", PASS),
     ("test_part2_masking", "test_padding_mask_on_the_requested_device", {}, "padding-mask-from-python-ints", PASS),
+    ("test_part2_masking", "test_padding_mask_of_a_list_on_the_default_device", {}, "padding-mask-from-python-ints",
+     PASS),
     ("test_part2_masking", "test_padding_mask_on_the_lengths_device", {}, "padding-positions-on-default-device", FAIL),
     ("test_part2_masking", "test_causal_mask_on_the_requested_device", {}, "causal-mask-on-default-device", FAIL),
-    ("test_part5_multihead", "test_runs_on_the_inputs_device", {}, "all-ones-mask-shortcut", SKIP),
-    ("test_part6_parity", "test_fused_runs_on_the_inputs_device", {}, "all-ones-mask-shortcut", SKIP),
+    ("test_part2_masking", "test_causal_mask_on_the_requested_device", {}, "causal-mask-raising-meta-words-off-the-cpu",
+     FAIL),
+    ("test_part2_masking", "test_causal_mask_on_the_default_device", {}, "reference", PASS),
+    ("test_part2_masking", "test_runs_on_the_inputs_device", {}, "causal-mask-on-default-device", FAIL),
+    ("test_part5_multihead", "test_runs_on_the_inputs_device", {}, "all-ones-mask-shortcut", PASS),
+    ("test_part6_parity", "test_fused_runs_on_the_inputs_device", {}, "all-ones-mask-shortcut", PASS),
     ("test_part6_parity", "test_fused_runs_on_the_inputs_device", {}, "fused-causal-mask-on-default-device", FAIL),
-    # A fused path that passes attn_mask with is_causal: the meta device takes a backend that refuses it,
-    # the CPU's default backend does not, so placement cannot be decided; the math-backend test fails it.
-    ("test_part6_parity", "test_fused_runs_on_the_inputs_device", {}, "fused-mask-and-is-causal-together", SKIP),
+    ("test_part6_parity", "test_fused_runs_on_the_inputs_device", {}, "fused-float32-additive-mask", FAIL),
+    # A fused path that passes attn_mask with is_causal: placement is right; the math-backend test fails it.
+    ("test_part6_parity", "test_fused_runs_on_the_inputs_device", {}, "fused-mask-and-is-causal-together", PASS),
     ("test_part6_parity", "test_fused_works_on_the_math_backend", {"case": "self-causal-padding"},
      "fused-mask-and-is-causal-together", FAIL),
     # A NaN row fails the tests about empty rows only, not the device, dtype and value tests around them.
@@ -60,8 +75,15 @@ CASES = [
      "nan-on-fully-masked-rows", PASS),
     ("test_part2_masking", "test_fully_masked_rows_give_zeros_not_nan", {}, "nan-on-fully-masked-rows", FAIL),
     # Mutation tests look at mutation only.
-    ("test_part2_masking", "test_inputs_are_not_modified", {}, "nan-on-fully-masked-rows", PASS),
-    ("test_part2_masking", "test_apply_mask_does_not_modify_its_inputs", {}, "apply-mask-inverted", PASS),
+    ("test_part2_masking", "test_inputs_are_not_modified", {"is_causal": True}, "nan-on-fully-masked-rows", PASS),
+    # Combining the causal mask into the caller's mask in place, and zeroing padded tokens of x in place.
+    ("test_part2_masking", "test_inputs_are_not_modified", {"is_causal": True}, "mask-and-causal-in-place", FAIL),
+    ("test_part2_masking", "test_inputs_are_not_modified", {"is_causal": False}, "mask-and-causal-in-place", PASS),
+    ("test_part5_multihead", "test_inputs_are_not_modified", {"case": "self-padding"}, "padded-tokens-zeroed-in-place",
+     FAIL),
+    # ... once the function computes: an apply_mask whose values are wrong earns no property of apply_mask.
+    ("test_part2_masking", "test_apply_mask_does_not_modify_its_inputs", {}, "apply-mask-inverted", FAIL),
+    ("test_part2_masking", "test_apply_mask_does_not_modify_its_inputs", {}, "fill-minus-1e9", PASS),
     ("test_part2_masking", "test_apply_mask_does_not_modify_its_inputs", {}, "apply-mask-in-place", FAIL),
     ("test_part1_scaling", "test_inputs_are_not_modified", {}, "no-scale", PASS),
     ("test_part1_scaling", "test_inputs_are_not_modified", {}, "scales-q-in-place", FAIL),
@@ -100,12 +122,15 @@ CASES = [
      PASS),
     ("test_part5_multihead", "test_parameters_are_exactly_the_four_projections", {"bias": False},
      "bias-argument-ignored", FAIL),
-    ("test_part5_multihead", "test_a_sequence_with_no_real_token_gives_no_nan", {}, "bias-argument-ignored", PASS),
-    ("test_part5_multihead", "test_inputs_are_not_modified", {}, "bias-argument-ignored", PASS),
+    ("test_part5_multihead", "test_a_sequence_with_no_real_token_gets_no_attention", {}, "bias-argument-ignored",
+     PASS),
+    ("test_part5_multihead", "test_inputs_are_not_modified", {"case": "self-padding"}, "bias-argument-ignored", PASS),
     ("test_part5_multihead", "test_agrees_with_float64_math_on_random_inputs", {"case": "no-bias"},
      "bias-argument-ignored", FAIL),
-    # The SDPA-acceptance test of Part 4 checks the shape SDPA takes, not the values.
-    ("test_part4_padding", "test_torch_sdpa_accepts_the_expanded_mask_for_any_head_count", {}, "expand-inverted", PASS),
+    # The SDPA-acceptance test of Part 4 checks the shape SDPA takes, once expand_padding_mask computes.
+    ("test_part4_padding", "test_torch_sdpa_accepts_the_expanded_mask_for_any_head_count", {}, "expand-float-mask",
+     FAIL),
+    ("test_part4_padding", "test_torch_sdpa_accepts_the_expanded_mask_for_any_head_count", {}, "expand-inverted", FAIL),
     ("test_part4_padding", "test_torch_sdpa_accepts_the_expanded_mask_for_any_head_count", {}, "expand-transposed",
      FAIL),
     # E = 1 could not tell scaled from unscaled; every E left can.
@@ -115,7 +140,29 @@ CASES = [
     ("test_part3_heads", "test_keeps_the_dtype", {"dtype": torch.float16}, "split-returns-zeros", FAIL),
     ("test_part3_heads", "test_runs_on_the_inputs_device", {}, "split-returns-zeros", FAIL),
     ("test_part3_heads", "test_inputs_are_not_modified", {}, "split-returns-zeros", FAIL),
-    ("test_part3_heads", "test_keeps_the_dtype", {"dtype": torch.float16}, "split-interleaved", PASS),
+    ("test_part3_heads", "test_keeps_the_dtype", {"dtype": torch.float16}, "split-interleaved", FAIL),
+    ("test_part3_heads", "test_keeps_the_dtype", {"dtype": torch.float16}, "merge-without-transpose", FAIL),
+    ("test_part3_heads", "test_split_rejects_a_head_count_that_does_not_divide_the_width", {},
+     "merge-without-transpose", PASS),
+    # A gate costs points only in its own function: a Part 1 bug leaves attention's property tests alone,
+    # a Part 3 bug the module's.
+    ("test_part2_masking", "test_self_attention_is_permutation_equivariant", {}, "scale-by-E", PASS),
+    ("test_part2_masking", "test_inputs_are_not_modified", {"is_causal": False}, "times-sqrt-E", PASS),
+    ("test_part5_multihead", "test_no_dropout_in_eval_mode", {}, "split-without-transpose", PASS),
+    ("test_part5_multihead", "test_inputs_are_not_modified", {"case": "cross-padding"}, "merge-without-transpose",
+     PASS),
+    ("test_part6_parity", "test_fused_no_dropout_in_eval_mode", {}, "split-interleaved", PASS),
+    # A scale of 0.0 is a scale.
+    ("test_part1_scaling", "test_explicit_scale_is_used_as_is", {"scale": 0.0}, "scale-or-default", FAIL),
+    ("test_part1_scaling", "test_explicit_scale_is_used_as_is", {"scale": 0.5}, "scale-or-default", PASS),
+    # A default scale rounded to float32 shows in Part 1's float64 test, not only in the parts that use it.
+    ("test_part1_scaling", "test_float64_inputs_are_computed_in_float64", {}, "float32-default-scale", FAIL),
+    ("test_part1_scaling", "test_default_scale_uses_the_feature_size", {"E": 7}, "float32-default-scale", PASS),
+    # A query with no real key: zero attention, as SDPA gives, not the mean of the values.
+    ("test_part5_multihead", "test_a_sequence_with_no_real_token_gets_no_attention", {},
+     "additive-mask-without-zero-rows", FAIL),
+    ("test_part5_multihead", "test_agrees_with_float64_math_on_random_inputs", {"case": "self-padding"},
+     "additive-mask-without-zero-rows", PASS),
     # float64 computed in float32: the failure says so.
     ("test_part2_masking", "test_float64_inputs_stay_float64", {}, "float32-softmax-for-half-precision", PASS),
     ("test_part2_masking", "test_float64_inputs_stay_float64", {}, "float32-softmax-cast-back", FAIL),
@@ -145,10 +192,12 @@ def hidden(module: str):
 
 
 def outcome(test, student, params) -> tuple[str, str]:
+    """A hidden test run as the suite runs it: its gate first (conftest.py's autouse fixture), then the test."""
+    gated = [mark for mark in getattr(test, "pytestmark", []) if mark.name == "gated"]
     try:
+        for mark in gated:
+            gates.require(student, *mark.args)
         test(student, **params)
-    except pytest.skip.Exception as skipped:
-        return SKIP, str(skipped)
     except AssertionError as failure:
         return FAIL, str(failure)
     return PASS, ""
@@ -161,34 +210,26 @@ def test_a_hidden_test_judges_only_its_own_property(gateways, module, test, para
     assert got == expected, f"{test}{params} {got} for {submission}, expected it {expected}: {message[:600]}"
 
 
-def test_an_inconclusive_device_check_says_why_and_that_it_is_worth_nothing(gateways):
-    _, message = outcome(hidden("test_part2_masking").test_padding_mask_on_the_lengths_device,
-                         gateways["padding-mask-from-python-ints"], {})
-    assert "meta device" in message and "reads tensor values" in message and "worth nothing" in message
+def test_a_device_check_decides_where_the_meta_device_could_not(gateways):
+    """Code that reads tensor values runs on the emulated second device (the meta device has no values)."""
+    got, message = outcome(hidden("test_part2_masking").test_padding_mask_on_the_lengths_device,
+                           gateways["padding-mask-from-python-ints"], {})
+    assert got == PASS, message
 
 
 def test_a_misplaced_tensor_is_named_in_the_failure(gateways):
     _, message = outcome(hidden("test_part2_masking").test_padding_mask_on_the_lengths_device,
                          gateways["padding-positions-on-default-device"], {})
-    assert "create every tensor on the inputs' device" in message
+    assert "create every tensor on the inputs' device" in message and "emulated" in message
 
 
 def test_a_float64_result_computed_in_float32_gets_the_precision_hint(gateways):
     _, message = outcome(hidden("test_part2_masking").test_float64_inputs_stay_float64,
                          gateways["float32-softmax-cast-back"], {})
-    assert "size of float32 rounding" in message and "atol=1e-09, rtol=1e-07" in message
+    assert "size of float32 rounding" in message and "atol=1e-12, rtol=1e-10" in message
 
 
-@pytest.mark.parametrize("error, inconclusive", [
-    (StudentError("RuntimeError", "Tensor.item() cannot be called on meta tensors"), True),
-    (StudentError("NotImplementedError", "Cannot copy out of meta tensor; no data!"), True),
-    (StudentError("RuntimeError", "Explicit attn_mask should not be set when is_causal=True"), True),
-    (StudentError("RuntimeError", "Tensor on device meta is not on the expected device cpu!"), False),
-    # Raised by the grader, not by the student's code: never an excuse (a forged device claim).
-    (StudentError("ProtocolError", "the answer of causal_mask was refused: a result reported on meta arrived as "
-                                   "a cpu tensor"), False),
-    (StudentError("Timeout", "causal_mask did not finish within 10 s on meta"), False),
-])
-def test_only_the_students_own_errors_off_the_cpu_can_make_a_device_check_inconclusive(error, inconclusive):
-    """(and only when the same call then runs on the CPU: see the CASES above)"""
-    assert meta_may_explain(error) is inconclusive
+def test_a_failed_gate_says_which_function_to_fix_and_that_its_value_tests_say_why(gateways):
+    _, message = outcome(hidden("test_part3_heads").test_keeps_the_dtype, gateways["split-returns-zeros"],
+                         {"dtype": torch.float16})
+    assert message.startswith("not graded yet: this test checks a property of split_heads") and "value tests" in message

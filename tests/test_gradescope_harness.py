@@ -1,6 +1,7 @@
 """Gradescope's harness emulated (autograder.otter.harness: /autograder/source from dist's autograder.zip, the
 upload unzipped into /autograder/submission, submission_metadata.json, run_autograder as Gradescope runs it,
-in a temporary folder): the reference gets 100, the stubs 0, a broken upload 0 with the reason shown at once;
+in a temporary folder): the reference gets 100, the stubs 0, a module that cannot be imported costs only its
+names and an upload where nothing imports 0, with the reason shown at once;
 results.json meets Gradescope's specification; the instructor's otter_config decides what students see."""
 import json
 import subprocess
@@ -10,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from assignment.spec import SPEC
 from autograder.otter import gradescope_schema, gradescope_view, harness, packaging, run_gradescope
 from autograder.samples import write_submission
 from autograder.scoring import NOT_RUN_SHOWN, NOT_RUN_TITLE, PART_POINTS
@@ -30,6 +32,10 @@ def uploads(root) -> dict:
     syntax_error = write_submission(root / "syntax-error")
     masking = syntax_error / "student" / "masking.py"
     masking.write_text(masking.read_text() + "\ndef unfinished(:\n")
+    nothing_imports = write_submission(root / "nothing-imports")
+    for module in nothing_imports.glob("student/*.py"):
+        if module.stem in SPEC.modules:
+            module.write_text(module.read_text() + "\ndef unfinished(:\n")
     no_package = root / "no-package.zip"
     with zipfile.ZipFile(no_package, "w") as zf:
         zf.writestr("attention.ipynb", "{}")
@@ -37,6 +43,7 @@ def uploads(root) -> dict:
     return {"reference": submit(write_submission(root / "reference"), root / "reference.zip"),
             "stubs": submit(write_submission(root / "stubs", solution=False), root / "stubs.zip"),
             "syntax-error": submit(syntax_error, root / "syntax-error.zip"),
+            "nothing-imports": submit(nothing_imports, root / "nothing-imports.zip"),
             "no-package": no_package}
 
 
@@ -53,7 +60,7 @@ def runs(dist, files, tmp_path_factory) -> dict[str, harness.Run]:
         return dict(zip(files, done, strict=True))
 
 
-CASES = ["reference", "stubs", "syntax-error", "no-package"]
+CASES = ["reference", "stubs", "syntax-error", "nothing-imports", "no-package"]
 LATER = gradescope_view.LATER_NOTES["after_published"]
 
 
@@ -82,12 +89,22 @@ def test_gradescope_gets_the_engines_scores_test_by_test(runs, graded_zoo):
                             for t in by_engine["tests"]]
 
 
-def test_a_syntax_error_scores_0_and_the_student_sees_where_at_once(runs):
+def test_a_syntax_error_costs_only_what_cannot_be_imported_and_the_student_sees_where_at_once(runs):
     results = runs["syntax-error"].results
+    # masking.py is Part 2's, and Parts 5 and 6 import it: Parts 1, 3 and 4 are graded, and full.
+    assert results["score"] == sum(PART_POINTS[number] for number in (1, 3, 4))
+    first_line = results["output"].splitlines()[0]
+    assert first_line.startswith(gradescope_view.GRADED_NOTE + " Note: could not import causal_mask")
+    assert "SyntaxError" in first_line and "masking.py" in first_line and "line" in first_line
+    assert "the rest was graded" in first_line and first_line.endswith(LATER)
+
+
+def test_an_upload_where_nothing_imports_scores_0_and_the_student_sees_why_at_once(runs):
+    results = runs["nothing-imports"].results
     assert results["score"] == 0.0
     first_line = results["output"].splitlines()[0]
     assert first_line.startswith("Your submission was received; grading ended with error. Reason: SyntaxError")
-    assert "masking.py" in first_line and "line" in first_line and first_line.endswith(LATER)
+    assert "line" in first_line and "nothing could be imported" in first_line and first_line.endswith(LATER)
 
 
 def test_an_upload_without_the_package_scores_0_and_says_what_is_missing(runs):
@@ -119,7 +136,7 @@ def test_the_cuda_tests_that_could_not_run_are_one_informational_line(runs):
 
 
 def test_an_error_result_keeps_the_parts_maxima_and_names_the_error_once(runs):
-    results = runs["syntax-error"].results
+    results = runs["nothing-imports"].results
     error = results["output"].split("Reason: ", 1)[1].removesuffix(LATER)
     shown = [t for t in results["tests"] if t["name"] != gradescope_view.SUMMARY_TITLE]
     assert [t["max_score"] for t in shown] == [float(p) for p in PART_POINTS.values()]

@@ -96,13 +96,17 @@ def test_the_tests_not_run_are_listed_without_pytests_skip_prefix(graded_zoo):
     assert outputs and not [o for o in outputs if "Skipped" in o]
 
 
-def test_a_device_check_the_cpu_cannot_decide_is_skipped_and_worth_nothing(graded_zoo):
-    """Code that reads the lengths' values cannot run on the meta device: inconclusive, not failed."""
+def test_a_device_check_decides_on_a_machine_without_a_gpu(graded_zoo):
+    """The emulated second device holds values: code that reads the lengths' values passes its device tests,
+    and a mask made on the default device instead of the requested one fails them, with no GPU."""
     results = graded_zoo.results["variant-padding-mask-from-python-ints"]
-    (not_run,) = [t for t in results["tests"] if t["name"] == NOT_RUN_TITLE]
-    device = next(line for line in not_run["output"].splitlines() if "test_padding_mask_on_the_lengths_device" in line)
-    assert "inconclusive" in device and results["score"] == 100.0
-    assert not [t for t in results["tests"] if t["name"].endswith("test_padding_mask_on_the_lengths_device")]
+    device_tests = [t for t in results["tests"] if "padding_mask_on_the" in t["name"]]
+    assert len(device_tests) == 2 and {t["status"] for t in device_tests} == {"passed"} and results["score"] == 100.0
+    not_run = "".join(t["output"] for t in results["tests"] if t["name"] == NOT_RUN_TITLE)
+    assert "padding_mask" not in not_run
+    bug = graded_zoo.results["bug-causal-mask-on-default-device"]
+    assert [t["status"] for t in bug["tests"] if t["name"].endswith("test_causal_mask_on_the_requested_device")] \
+        == ["failed"]
 
 
 def test_feedback_never_prints_hidden_tensors(graded_zoo):

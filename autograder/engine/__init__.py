@@ -6,7 +6,7 @@ Processes (the shape of a zygote sandbox: a warm template, forked, locked down b
   chart.py; text made safe by sanitize.py). It never imports torch.
 - template (pool.py): forked before the batch reads anything about the class; imports torch and
   warms it up; forks one worker per submission, so a worker that dies costs only its own
-  submission. Before the second worker it also loads pytest and torch's meta device, so every
+  submission. Before the second worker it also loads pytest and the emulated second device, so every
   later process starts warm.
 - worker (worker.py): unpacks one submission (submissions.py: no links, no bytecode, every oddity
   an error row), forks its trusted process and, on request, sandboxes (the first one before it is
@@ -17,7 +17,7 @@ Processes (the shape of a zygote sandbox: a warm template, forked, locked down b
 - sandbox (sandbox.py): applies the run's plan (isolation.py, kernel.py), imports the student's
   code, answers typed messages (messages.py over protocol.py) by running executor.py; its tripwires
   (tripwires.py) note escape attempts and tampering for the flags column, never for points. In
-  the first worker of a run a second sandbox warms up the meta device while the first serves the
+  the first worker of a run a second sandbox warms up the second device while the first serves the
   CPU tests, and takes over at the first call on that device (the engine runs those tests last).
 
 Which layer stops what (isolation.py says how each is applied):

@@ -15,19 +15,32 @@ import struct
 import time
 from dataclasses import dataclass, field
 
-from autograder.engine import messages, processes, protocol, replies, sanitize
+from autograder.engine import emulated, messages, processes, protocol, replies, sanitize
 from autograder.engine.limits import Limits
 from autograder.engine.messages import Broken, CallRequest, Failure, ModuleRequest, Ready
-from autograder.gateway import CallOptions, Gateway, StudentError, module_arguments, module_path, run_options
+from autograder.gateway import (
+    FUNCTIONS,
+    MODULE_CLASS,
+    CallOptions,
+    Gateway,
+    StudentError,
+    module_arguments,
+    module_path,
+    not_imported,
+    run_options,
+)
 
-SPAWNED = struct.Struct("!q?")   # a sandbox handed over: its pid, and whether torch's meta device is warm in it
+SPAWNED = struct.Struct("!q?")   # a sandbox handed over: its pid, and whether the second device is warm in it
 NOTES_KEPT = 20
+SECOND = emulated.NAME
+GRADED_NAMES = {*FUNCTIONS, MODULE_CLASS}
 
 
 @dataclass
 class SessionLog:
     """What happened to the sandboxes of one submission (decides status, message and flags)."""
     import_failure: StudentError | None = None
+    unloadable: dict[str, str] = field(default_factory=dict)   # graded names whose module failed to import -> why
     timeouts: list[str] = field(default_factory=list)
     crashes: list[str] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)   # calls whose answer was malformed or forged
@@ -54,15 +67,15 @@ class Spawner:
         self.control = control
 
     def spawn(self):
-        """(pid, socket, output pipe's read end, whether the meta device is warm in it)."""
+        """(pid, socket, output pipe's read end, whether the second device is warm in it)."""
         self.control.sendall(b"spawn")
         message, fds, _flags, _addr = socket.recv_fds(self.control, SPAWNED.size, 2)
         if len(message) != SPAWNED.size or len(fds) != 2:
             for fd in fds:
                 os.close(fd)
             raise RuntimeError("the grading worker went away")
-        pid, meta_warm = SPAWNED.unpack(message)
-        return pid, socket.socket(fileno=fds[0]), fds[1], meta_warm
+        pid, second_warm = SPAWNED.unpack(message)
+        return pid, socket.socket(fileno=fds[0]), fds[1], second_warm
 
 
 class SandboxGateway(Gateway):
@@ -70,7 +83,7 @@ class SandboxGateway(Gateway):
         super().__init__()
         self.spawner, self.limits, self.log = spawner, limits, log
         self.pid = self.sock = self.reader = self.out_fd = None
-        self.meta_warm = False               # whether torch's meta device is warm in the current sandbox
+        self.second_warm = False             # whether the second device is warm in the current sandbox
         self.cpu_seen = 0.0                  # the sandbox's CPU time at the end of the last exchange
         self.strikes: dict[str, int] = {}    # timeouts per function
 
@@ -113,6 +126,8 @@ class SandboxGateway(Gateway):
             raise StudentError("GraderError", self.log.broken)
         if failure is not None:
             raise StudentError(failure.type_name, failure.message)
+        if label in self.log.unloadable:
+            raise not_imported(label, self.log.unloadable[label])
         if self.log.budget_exhausted:
             raise StudentError("Timeout", f"the submission's time budget ({self.limits.budget:g} s) is used up")
         if self.strikes.get(label, 0) >= self.limits.timeout_strikes:
@@ -124,8 +139,8 @@ class SandboxGateway(Gateway):
 
     def _request(self, label: str, request, expected):
         self._refuse_if_hopeless(label)
-        if self.sock is not None and not self.meta_warm and uses_meta(request):
-            self._discard()   # a sandbox that has warmed up the meta device is waiting: no student pays for it
+        if self.sock is not None and not self.second_warm and uses_second_device(request):
+            self._discard()   # a sandbox that has warmed up the second device is waiting: no student pays for it
         if self.sock is None:
             self._start()
             self._refuse_if_hopeless(label)
@@ -183,7 +198,7 @@ class SandboxGateway(Gateway):
                 self.cpu_seen = now
 
     def _start(self) -> None:
-        self.pid, self.sock, self.out_fd, self.meta_warm = self.spawner.spawn()
+        self.pid, self.sock, self.out_fd, self.second_warm = self.spawner.spawn()
         self.cpu_seen = processes.tree_cpu_seconds(self.pid)   # what it did before we asked is not the student's
         self.log.sandboxes += 1
         self.reader = protocol.FrameReader(self.sock, {self.out_fd: self._keep_output})
@@ -209,6 +224,8 @@ class SandboxGateway(Gateway):
                 "importing student failed: " + sanitize.printable(ready.message, newlines=True, limit=1000))
         else:
             self.log.note(ready.events)
+            for name in GRADED_NAMES & set(ready.unloadable):   # what the sandbox says costs only itself
+                self.log.unloadable.setdefault(name, sanitize.printable(ready.unloadable[name], limit=500))
             return
         self._discard()
 
@@ -233,9 +250,10 @@ class SandboxGateway(Gateway):
         self._discard()
 
 
-def uses_meta(request) -> bool:
-    """Whether a call runs on torch's meta device: asked to (the call's device), or told to (a device argument)."""
-    if request.device == "meta":
+def uses_second_device(request) -> bool:
+    """Whether a call runs on the emulated second device: asked to (the call's device, the default device), or
+    told to (a device argument)."""
+    if SECOND in (request.device.split(":")[0], (request.default_device or "").split(":")[0]):
         return True
     arguments = [*getattr(request, "args", ()), *getattr(request, "kwargs", {}).values()]
-    return "meta" in (a for a in arguments if isinstance(a, str))   # a device travels as its name
+    return any(isinstance(a, str) and a.split(":")[0] == SECOND for a in arguments)   # a device travels as its name

@@ -10,7 +10,11 @@ called (a hint for the instructor, never points: code running here can hide from
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
+import os
+import pathlib
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,10 +22,19 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from assignment.spec import SPEC
+from autograder.engine import emulated
+
+emulated.install()   # the second device of the device checks on a machine without a GPU (every process that calls)
 
 # The graded names of the student API, from the assignment's declaration (the student/ docstrings state them).
 FUNCTIONS = SPEC.functions
 MODULE_CLASS = SPEC.module_class
+# The module's graded methods that a test may run (forward, and the fused path's _fused_attention on its own).
+MODULE_METHODS = tuple(name.split(".", 1)[1] for part in SPEC.parts for name in part.names
+                       if name.startswith(MODULE_CLASS + ".") and not name.endswith(".__init__"))
+# While forward runs, a call of another graded method (the fused step) is noted among the attention calls as
+# WENT_THROUGH + its name: the handout requires forward(fused=True) to go through it.
+WENT_THROUGH = "self."
 # Torch's own attention, as its Python API names it (seen by a torch function mode) ...
 ATTENTION_FUNCTIONS = ("scaled_dot_product_attention", "multi_head_attention_forward", "_native_multi_head_attention")
 # ... and as the dispatcher sees it, even when the torch function mode is switched off (DisableTorchFunction):
@@ -106,8 +119,9 @@ class _KernelWatch(TorchDispatchMode):
 
 @contextlib.contextmanager
 def watching_attention(seen: list[str]):
-    """Note in `seen` the names of torch's attention functions that the code run inside calls."""
-    with _AttentionWatch(seen), _KernelWatch(seen):
+    """Note in `seen` the names of torch's attention functions that the code run inside calls (and give SDPA the
+    CPU's semantics on the emulated device)."""
+    with _AttentionWatch(seen), emulated.cpu_like_sdpa(), _KernelWatch(seen):
         yield
 
 
@@ -140,13 +154,39 @@ def flat_tensors(value) -> list[torch.Tensor]:
 
 
 def plain_result(tensor: torch.Tensor) -> torch.Tensor:
-    """A detached plain tensor on the CPU (meta stays meta) with the same dtype and shape."""
-    if type(tensor) is not torch.Tensor:
+    """A detached copy with the same dtype and shape, on the CPU, for the wire: a tensor of the emulated device
+    stays one (the wire says where it was), a meta tensor stays meta (it has no values)."""
+    if type(tensor) not in (torch.Tensor, emulated.EmulatedTensor):
         raise StudentFailure("TypeError", f"returned a {type(tensor).__name__}, not a plain torch.Tensor")
     tensor = tensor.detach()
     if tensor.device.type == "meta":
         return torch.empty(tensor.shape, dtype=tensor.dtype, device="meta")
+    if isinstance(tensor, emulated.EmulatedTensor):
+        return emulated.EmulatedTensor(emulated.to_plain(tensor).to("cpu", copy=True).contiguous())
     return tensor.to("cpu", copy=True).contiguous()
+
+
+@contextlib.contextmanager
+def defaulting_to(device: str | None):
+    """torch's default device during a call (None: leave it): where `device=None` means to create tensors."""
+    if device is None:
+        yield
+        return
+    previous = torch.get_default_device()
+    torch.set_default_device(device)
+    try:
+        yield
+    finally:
+        torch.set_default_device(previous)
+
+
+def disable_compilation() -> None:
+    """torch.compile runs the function as written (Dynamo off): a compiled function's results are the function's,
+    no code is generated or traced in the sandbox, and nothing the executor installs around a call (its
+    watches, the emulated device) meets Dynamo's tracing."""
+    os.environ["TORCH_COMPILE_DISABLE"] = "1"   # read by torch._dynamo's config when it is first imported
+    if "torch._dynamo" in sys.modules:
+        sys.modules["torch._dynamo"].config.disable = True
 
 
 def vector_jacobian(outputs, grad_outputs, inputs, *, allow_unused: bool = False):
@@ -177,7 +217,7 @@ def _plain_or_none(grads):
 
 
 def execute_call(student, function: str, args=(), kwargs=None, *, device: str = "cpu", seed: int = 0,
-                 grad_outputs=None, sdpa_backend: str | None = None) -> ExecutedCall:
+                 grad_outputs=None, sdpa_backend: str | None = None, default_device: str | None = None) -> ExecutedCall:
     """student.<function>(*args, **kwargs) on copies of the arguments moved to device."""
     if function not in FUNCTIONS:
         raise StudentFailure("ValueError", f"{function} is not a graded function")
@@ -193,7 +233,7 @@ def execute_call(student, function: str, args=(), kwargs=None, *, device: str = 
     seen: list[str] = []
     torch.manual_seed(seed)
     try:
-        with watching_attention(seen), restricting_sdpa(sdpa_backend):
+        with watching_attention(seen), restricting_sdpa(sdpa_backend), defaulting_to(default_device):
             value = getattr(student, function)(*args, **kwargs)
             grads = _gradients(value, grad_outputs, differentiable) if wants_grad else None
         return ExecutedCall(
@@ -208,9 +248,12 @@ def execute_call(student, function: str, args=(), kwargs=None, *, device: str = 
 
 
 def execute_module(student, *, init_kwargs: dict, state_dict=None, forward_kwargs=None, training: bool = False,
-                   dtype=None, device: str = "cpu", seed: int = 0, grad_outputs=None,
-                   sdpa_backend: str | None = None) -> ExecutedModule:
-    """Build MultiHeadAttention(**init_kwargs); with forward_kwargs also load the weights and run forward once."""
+                   dtype=None, method: str = "forward", device: str = "cpu", seed: int = 0, grad_outputs=None,
+                   sdpa_backend: str | None = None, default_device: str | None = None) -> ExecutedModule:
+    """Build MultiHeadAttention(**init_kwargs); with forward_kwargs also load the weights and run `method`
+    (forward, or another graded method) once with them."""
+    if method not in MODULE_METHODS:
+        raise ValueError(f"{method!r} is not a graded method of {MODULE_CLASS}")   # the grader's mistake
     target = torch.device(device)
     seen: list[str] = []
     torch.manual_seed(seed)
@@ -227,14 +270,16 @@ def execute_module(student, *, init_kwargs: dict, state_dict=None, forward_kwarg
         module.train(training)
         inputs = {key: value.detach().to(target).clone() if isinstance(value, torch.Tensor) else value
                   for key, value in forward_kwargs.items()}
+
         wants_grad = grad_outputs is not None
         for value in inputs.values():
             if wants_grad and isinstance(value, torch.Tensor) and value.is_floating_point():
                 value.requires_grad_(True)
         torch.manual_seed(seed)
         input_grads = param_grads = None
-        with watching_attention(seen), restricting_sdpa(sdpa_backend):
-            output = module(**inputs)
+        with watching_attention(seen), restricting_sdpa(sdpa_backend), defaulting_to(default_device), \
+                noting_steps(module, seen, method):
+            output = module(**inputs) if method == "forward" else getattr(module, method)(**inputs)
             if wants_grad:
                 names = [k for k, v in inputs.items() if isinstance(v, torch.Tensor) and v.requires_grad]
                 params = list(module.named_parameters())
@@ -242,7 +287,7 @@ def execute_module(student, *, init_kwargs: dict, state_dict=None, forward_kwarg
                 input_grads = dict(zip(names, _plain_or_none(grads[:len(names)]), strict=False))
                 param_grads = {str(n): g for (n, _), g in zip(params, _plain_or_none(grads[len(names):]), strict=False)}
         if not isinstance(output, torch.Tensor):
-            raise StudentFailure("TypeError", f"forward returned a {type(output).__name__}, not a tensor")
+            raise StudentFailure("TypeError", f"{method} returned a {type(output).__name__}, not a tensor")
         return ExecutedModule(
             parameters=parameters, output=plain_result(output), devices=[str(output.device)],
             input_grads=input_grads, param_grads=param_grads,
@@ -254,15 +299,57 @@ def execute_module(student, *, init_kwargs: dict, state_dict=None, forward_kwarg
         raise StudentFailure.of(error) from None
 
 
-def import_student():
-    """Import the submission's `student` package and every graded name in it.
+@contextlib.contextmanager
+def noting_steps(module, seen: list[str], method: str):
+    """While `method` (forward) runs, note each call of the module's other graded methods (self.<name>(...),
+    or through the class): wrapped on the module's class for the call, put back after."""
+    cls, wrapped = type(module), {}
+    for name in (m for m in MODULE_METHODS if m != method):
+        step = getattr(cls, name, None)
+        if callable(step):
+            wrapped[name] = cls.__dict__.get(name)
 
-    The handout's package imports its modules lazily; resolving the names here makes a broken
-    module (a syntax error, a crash at import) an import failure of the whole submission, as
-    the gradebook reports it. A name that is simply missing fails only its own tests.
+            def noted(*args, _step=step, _name=name, **kwargs):
+                seen.append(WENT_THROUGH + _name)
+                return _step(*args, **kwargs)
+            setattr(cls, name, functools.wraps(step)(noted))
+    try:
+        yield
+    finally:
+        for name, own in wrapped.items():
+            if own is None:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, own)
+
+
+def import_student():
+    """Import the submission's `student` package, then each graded name in it: (the package, the names that
+    could not be loaded -> why).
+
+    The handout's package imports its modules lazily, so a module that fails (a syntax error, a package the
+    grader does not have) costs only the names it defines: those are answered with the reason, the other
+    parts are graded. A package that cannot be imported at all raises (nothing is graded).
     """
     student = importlib.import_module("student")
+    unloadable = {}
     for name in (*FUNCTIONS, MODULE_CLASS):
-        with contextlib.suppress(AttributeError):
+        try:
             getattr(student, name)
-    return student
+        except BaseException as error:  # noqa: BLE001 - whatever the module raises at import, SystemExit included
+            unloadable[name] = describe_import_error(error)
+    return student, unloadable
+
+
+def describe_import_error(error: BaseException) -> str:
+    """'ModuleNotFoundError: No module named 'einops' (masking.py, line 12)': the error and where it happened."""
+    if isinstance(error, SyntaxError):
+        return f"SyntaxError: {error.msg} ({pathlib.Path(error.filename or '?').name}, line {error.lineno})"
+    where = ""
+    frame = error.__traceback__
+    while frame is not None:
+        if not frame.tb_frame.f_code.co_filename.startswith(("<", sys.prefix, sys.base_prefix)):
+            where = f" ({pathlib.Path(frame.tb_frame.f_code.co_filename).name}, line {frame.tb_lineno})"
+        frame = frame.tb_next
+    failure = StudentFailure.of(error)
+    return f"{failure.type_name}: {failure.message}{where}"

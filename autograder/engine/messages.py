@@ -17,6 +17,7 @@ from autograder.engine.protocol import ProtocolError
 
 NONE = type(None)
 TEXT_LIST = "list of str"
+TEXT_MAP = "dict of str to str"
 
 
 class Message:
@@ -44,6 +45,8 @@ def decode(value, *allowed: type[Message]) -> Message:
             ok = True
         elif kind == TEXT_LIST:
             ok = type(item) is list and all(type(text) is str for text in item)
+        elif kind == TEXT_MAP:
+            ok = type(item) is dict and all(type(text) is str for text in item.values())
         else:
             kinds_ = kind if isinstance(kind, tuple) else (kind,)
             ok = type(item) in kinds_ or (torch.Tensor in kinds_ and isinstance(item, torch.Tensor))
@@ -54,7 +57,8 @@ def decode(value, *allowed: type[Message]) -> Message:
 
 # ---------------------------------------------------------------- trusted -> sandbox
 
-RUN_FIELDS = {"device": str, "seed": int, "grad_outputs": (tuple, NONE), "sdpa_backend": (str, NONE)}
+RUN_FIELDS = {"device": str, "seed": int, "grad_outputs": (tuple, NONE), "sdpa_backend": (str, NONE),
+              "default_device": (str, NONE)}
 
 
 @dataclass
@@ -68,31 +72,36 @@ class CallRequest(Message):
     seed: int = 0
     grad_outputs: tuple | None = None
     sdpa_backend: str | None = None
+    default_device: str | None = None
 
 
 @dataclass
 class ModuleRequest(Message):
     KIND: ClassVar[str] = "module"
     FIELDS: ClassVar[dict] = {"init_kwargs": dict, "state_dict": (dict, NONE), "forward_kwargs": (dict, NONE),
-                              "training": bool, "dtype": (torch.dtype, NONE), **RUN_FIELDS}
+                              "training": bool, "dtype": (torch.dtype, NONE), "method": str, **RUN_FIELDS}
     init_kwargs: dict
     state_dict: dict | None = None
     forward_kwargs: dict | None = None
     training: bool = False
     dtype: torch.dtype | None = None
+    method: str = "forward"
     device: str = "cpu"
     seed: int = 0
     grad_outputs: tuple | None = None
     sdpa_backend: str | None = None
+    default_device: str | None = None
 
 
 # ---------------------------------------------------------------- sandbox -> trusted
 
 @dataclass
 class Ready(Message):
-    """The submission imported; events: what the sandbox's tripwires saw while it did."""
+    """The submission imported; unloadable: each graded name whose module failed to import -> why (its other
+    names are graded); events: what the sandbox's tripwires saw while it imported."""
     KIND: ClassVar[str] = "ready"
-    FIELDS: ClassVar[dict] = {"events": TEXT_LIST}
+    FIELDS: ClassVar[dict] = {"unloadable": TEXT_MAP, "events": TEXT_LIST}
+    unloadable: dict[str, str] = field(default_factory=dict)
     events: list[str] = field(default_factory=list)
 
 

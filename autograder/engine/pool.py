@@ -40,7 +40,7 @@ class Job:
 
 
 class Template:
-    """A forked process with torch and the sandbox's code loaded and warm (pytest and torch's meta device too,
+    """A forked process with torch and the sandbox's code loaded and warm (pytest and the second device too,
     once a second worker is wanted), and nothing else.
 
     It is forked before the kernel's layers are probed (settings.plan is None), so that torch's import and the

@@ -7,6 +7,9 @@ A frame is
     header   JSON: {"value": <tree>, "tensors": [[dtype, shape, device], ...]}
     data     the tensors' bytes, one after another, in the order of the table
 
+A tensor's device is "cpu" or "emulated" (both carry their values; a decoded tensor of the emulated
+device is a CPU tensor whose `wire_device` says where it was) or "meta" (no values: only its shape).
+
 where the tree holds JSON values plus {"tensor": i}, {"tuple": [...]}, {"dict": [[key, value], ...]}
 and {"dtype": name}. Decoding never runs code and checks every size before it allocates: the frame
 and header against their limits, each tensor's dtype, rank and element count, and that its bytes
@@ -24,6 +27,8 @@ import struct
 import time
 
 import torch
+
+from autograder.engine import emulated
 
 LENGTH = struct.Struct("!Q")
 HEADER_LENGTH = struct.Struct("!I")
@@ -88,17 +93,27 @@ def _key(key) -> str:
 
 
 def _add_tensor(tensor: torch.Tensor, table: list, chunks: list) -> int:
-    if type(tensor) is not torch.Tensor or tensor.layout != torch.strided:
+    if type(tensor) not in (torch.Tensor, emulated.EmulatedTensor) or tensor.layout != torch.strided:
         raise ValueError(f"a {type(tensor).__name__} with layout {tensor.layout} cannot be sent")
     name = str(tensor.dtype).removeprefix("torch.")
     if name not in DTYPES:
         raise ValueError(f"a tensor of dtype {tensor.dtype} cannot be sent")
-    device = "meta" if tensor.device.type == "meta" else "cpu"
-    if device == "cpu":
-        data = tensor.detach().to("cpu").contiguous().reshape(-1)
+    device = "meta" if tensor.device.type == "meta" else wire_device(tensor)
+    if device != "meta":
+        data = emulated.to_plain(tensor.detach()).to("cpu").contiguous().reshape(-1)
         chunks.append(data.view(torch.uint8).numpy().tobytes() if data.numel() else b"")
     table.append([name, [int(s) for s in tensor.shape], device])
     return len(table) - 1
+
+
+def wire_device(tensor: torch.Tensor) -> str:
+    """Where a tensor was, as the wire says it: "emulated" for one of the emulated device (or decoded from
+    one), "meta", else "cpu" (a CUDA result travels as a CPU copy; its device is reported beside it)."""
+    if isinstance(tensor, emulated.EmulatedTensor):
+        return emulated.NAME
+    if tensor.device.type == "meta":
+        return "meta"
+    return getattr(tensor, "wire_device", "cpu")
 
 
 # ---------------------------------------------------------------- decoding (checks before allocating)
@@ -128,7 +143,7 @@ def _tensors(table: list, data: memoryview) -> list[torch.Tensor]:
         if type(entry) is not list or len(entry) != 3:
             raise ProtocolError("a malformed tensor entry")
         name, shape, device = entry
-        if name not in DTYPES or device not in ("cpu", "meta"):
+        if name not in DTYPES or device not in ("cpu", "meta", emulated.NAME):
             raise ProtocolError(f"a tensor of dtype {str(name)[:20]!r} on {str(device)[:20]!r}")
         if type(shape) is not list or len(shape) > MAX_RANK or not all(type(s) is int and s >= 0 for s in shape):
             raise ProtocolError("a tensor shape that is not a short list of non-negative ints")
@@ -145,9 +160,12 @@ def _tensors(table: list, data: memoryview) -> list[torch.Tensor]:
         raw = torch.frombuffer(bytearray(data[offset:offset + size]), dtype=torch.uint8) if size else None
         offset += size
         if dtype is torch.bool:   # a byte other than 0 or 1 is not a bool
-            found.append(raw.ne(0).reshape(shape) if raw is not None else torch.empty(shape, dtype=dtype))
+            tensor = raw.ne(0).reshape(shape) if raw is not None else torch.empty(shape, dtype=dtype)
         else:
-            found.append(raw.view(dtype).reshape(shape) if raw is not None else torch.empty(shape, dtype=dtype))
+            tensor = raw.view(dtype).reshape(shape) if raw is not None else torch.empty(shape, dtype=dtype)
+        if device == emulated.NAME:
+            tensor.wire_device = device
+        found.append(tensor)
     if offset != len(data):
         raise ProtocolError(f"{len(data) - offset} bytes after the last tensor")
     return found

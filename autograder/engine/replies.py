@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import torch
 
+from autograder.engine.emulated import NAME as SECOND
 from autograder.engine.executor import flat_tensors
 from autograder.engine.messages import CallReply, ModuleReply
-from autograder.engine.protocol import ProtocolError
+from autograder.engine.protocol import ProtocolError, wire_device
 from autograder.gateway import CallResult, ModuleResult, mutated_names, mutated_positions, shapes_of
 
 
@@ -60,28 +61,34 @@ def module_result(reply: ModuleReply, forward_kwargs: dict | None, device: str) 
                         inputs_mutated=mutated_names(forward_kwargs, reply.inputs_after))
 
 
+DEVICE_TYPES = ("cpu", "cuda", "meta", SECOND)
+
+
 def _devices(devices: list[str], tensors: list[torch.Tensor]) -> list[str]:
     """The devices the sandbox reports for the returned tensors, checked against the tensors themselves.
 
-    Results travel as CPU copies except meta tensors, which stay meta: a claimed device that
-    contradicts that (a CPU result said to be on meta) is a lie, not a measurement.
+    Results travel as CPU copies, except meta tensors (no values: they stay meta) and tensors of the emulated
+    device (the wire says so): a claimed device that contradicts the wire (a CPU result said to be on the
+    emulated device or on meta) is a lie, not a measurement.
     """
     if len(devices) != len(tensors):
         raise ProtocolError("devices do not match the returned tensors")
     for device, tensor in zip(devices, tensors, strict=False):
-        try:
-            claimed = torch.device(device)
-        except (RuntimeError, ValueError):
-            raise ProtocolError(f"unknown device {device[:40]!r}") from None
-        if (claimed.type == "meta") != (tensor.device.type == "meta"):
-            raise ProtocolError(f"a result reported on {claimed} arrived as a {tensor.device.type} tensor")
+        claimed, _, index = device.partition(":")
+        if claimed not in DEVICE_TYPES or not (index == "" or index.isdigit()):
+            raise ProtocolError(f"unknown device {device[:40]!r}")
+        for special in ("meta", SECOND):
+            if (claimed == special) != (wire_device(tensor) == special):
+                raise ProtocolError(f"a result reported on {device[:40]} arrived as a {wire_device(tensor)} tensor")
     return devices
 
 
 def _on(tensor: torch.Tensor, device: str, what: str) -> None:
-    """A copy made after the call is a meta tensor exactly when the call ran on the meta device."""
-    if (tensor.device.type == "meta") != (torch.device(device).type == "meta"):
-        raise ProtocolError(f"{what} came back as a {tensor.device.type} tensor for a call on {device}")
+    """A copy made after the call is a meta tensor, or one of the emulated device, exactly when the call ran there."""
+    asked = device.split(":")[0]
+    for special in ("meta", SECOND):
+        if (wire_device(tensor) == special) != (asked == special):
+            raise ProtocolError(f"{what} came back as a {wire_device(tensor)} tensor for a call on {device}")
 
 
 def _is_tensor(value) -> bool:

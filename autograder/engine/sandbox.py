@@ -18,7 +18,7 @@ import sys
 
 import torch
 
-from autograder.engine import executor, isolation, messages, processes, protocol, tripwires
+from autograder.engine import emulated, executor, isolation, messages, processes, protocol, tripwires
 from autograder.engine.messages import CallReply, CallRequest, Failure, ModuleReply, Ready
 from autograder.paths import REPO
 
@@ -26,7 +26,7 @@ _SELF = sys.modules[__name__]   # kept: the project's entries of sys.modules are
 PROJECT_PACKAGES = ("student", "grading_tests", "assignment", "autograder", "tests", "benchmarks", "examples")
 
 
-_warm = {"cpu": False, "meta": False}
+_warm = {"cpu": False, "second device": False}
 
 
 def warm_up() -> None:
@@ -39,10 +39,11 @@ def warm_up() -> None:
     mask = torch.ones(4, 4, dtype=torch.bool).tril()
     scores = (torch.matmul(q, q.transpose(-2, -1)) * 8 ** -0.5).masked_fill(~mask, float("-inf"))
     weights = torch.nn.functional.dropout(torch.softmax(scores, dim=-1), 0.1)
-    out = torch.nn.Linear(8, 8)(weights @ q) + torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+    torch.nn.Linear(8, 8)(weights @ q) + torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask)
     q.transpose(1, 2).reshape(2, 4, 24).view(2, 4, 3, 8).permute(0, 2, 1, 3).contiguous()
     torch.where(mask, scores, torch.zeros(())).sum(-1, keepdim=True)
-    out.sum().backward()
+    # No backward: the template's first backward would start autograd's thread for each device, the emulated
+    # one too, and a process forked from it could then run no backward at all (autograd refuses after a fork).
     torch.einsum("bhld,bhsd->bhls", q.detach().half(), q.detach().half())
     torch.nn.functional.scaled_dot_product_attention(q.double(), q.double(), q.double(), is_causal=True)
     request = messages.CallRequest("scaled_scores", (torch.ones(2, dtype=torch.bfloat16), torch.float16), {})
@@ -50,23 +51,26 @@ def warm_up() -> None:
     _warm["cpu"] = True
 
 
-def meta_is_warm() -> bool:
-    return _warm["meta"]
+def second_device_is_warm() -> bool:
+    return _warm["second device"]
 
 
-def warm_up_meta() -> None:
-    """The meta device's first use loads torch's compiler machinery (about half a second): once per template,
-    or, in a sandbox forked before the template did it, in the sandbox itself. (A background thread for it
-    gained nothing: the import holds the interpreter lock.)"""
-    if _warm["meta"]:
+def warm_up_second_device() -> None:
+    """The emulated device's first use loads torch's tensor-subclass machinery (about 0.7 s: torch checks each
+    subclass against its distributed tensors): once per template, or, in a sandbox forked before the template did
+    it, in the sandbox itself. (A background thread for it gained nothing: the import holds the interpreter lock.)"""
+    if _warm["second device"]:
         return
-    q = torch.empty(2, 3, 4, 8, device="meta")
-    mask = torch.ones(4, 4, dtype=torch.bool, device="meta").tril()
+    device = emulated.device()
+    q = torch.randn(2, 3, 4, 8).to(device)
+    mask = torch.ones(4, 4, dtype=torch.bool, device=device).tril()
     scores = (torch.matmul(q, q.transpose(-2, -1)) * 8 ** -0.5).masked_fill(~mask, float("-inf"))
-    torch.nn.functional.dropout(torch.softmax(scores, dim=-1), 0.1) @ q
-    torch.nn.Linear(8, 8, device="meta")(q)
-    torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask)
-    _warm["meta"] = True
+    out = torch.nn.functional.dropout(torch.softmax(scores, dim=-1), 0.1) @ q
+    out = out + torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+    torch.nn.Linear(8, 8).to(device)(out)
+    torch.tensor([2, 3], device=device).tolist()
+    # No backward here: autograd runs a device's backward in a thread of its own, which a fork cannot carry.
+    _warm["second device"] = True
 
 
 def _installation_paths() -> list[str]:
@@ -124,9 +128,9 @@ def _own_descriptors(sock_fd: int, out_fd: int) -> int:
     return new_sock
 
 
-def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan, *, warm_meta: bool = True) -> None:
-    """Body of the forked sandbox process; never returns. warm_meta=False skips the meta device's warm-up (a
-    first sandbox serving the CPU tests while another one warms up): student code on meta then pays it once."""
+def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan, *, warm_second: bool = True) -> None:
+    """Body of the forked sandbox process; never returns. warm_second=False skips the second device's warm-up
+    (a first sandbox serving the CPU tests while another one warms up): a call there then pays it once."""
     code = 0
     try:
         processes.die_with_parent(os.getppid())   # the worker
@@ -145,11 +149,12 @@ def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan, *, 
         os.environ.clear()
         os.environ.update({"PATH": "/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
                            "OMP_NUM_THREADS": "1"})
+        executor.disable_compilation()
         sys.dont_write_bytecode = True
         sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - for good
         sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - for good
-        if warm_meta:
-            warm_up_meta()   # under the sandbox's limits, before the submission is imported
+        if warm_second:
+            warm_up_second_device()   # under the sandbox's limits, before the submission is imported
         wires = tripwires.Tripwires(submission, [home, *isolation.installation_roots()],
                                     {"executor": executor, "protocol": protocol, "messages": messages,
                                      "sandbox": _SELF})
@@ -163,13 +168,13 @@ def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan, *, 
 
 def serve(sock, wires: tripwires.Tripwires) -> None:
     try:
-        student = executor.import_student()   # every graded name resolved: a broken module fails here
+        student, unloadable = executor.import_student()   # a module that fails costs only its own names
     except BaseException as error:  # noqa: BLE001 - SystemExit at import is an import failure too
         _flush()
         sock.sendall(Failure(type(error).__name__[:100], _describe(error), wires.drain()).encode())
         return
     _flush()
-    sock.sendall(Ready(wires.drain()).encode())
+    sock.sendall(Ready(unloadable, wires.drain()).encode())
     reader = protocol.FrameReader(sock)
     while True:
         try:
@@ -188,7 +193,7 @@ def serve(sock, wires: tripwires.Tripwires) -> None:
 
 def answer(student, request, wires: tripwires.Tripwires):
     run = {"device": request.device, "seed": request.seed, "grad_outputs": request.grad_outputs,
-           "sdpa_backend": request.sdpa_backend}
+           "sdpa_backend": request.sdpa_backend, "default_device": request.default_device}
     try:
         if isinstance(request, CallRequest):
             done = executor.execute_call(student, request.function, request.args, request.kwargs, **run)
@@ -196,7 +201,7 @@ def answer(student, request, wires: tripwires.Tripwires):
                              wires.drain())
         done = executor.execute_module(student, init_kwargs=request.init_kwargs, state_dict=request.state_dict,
                                        forward_kwargs=request.forward_kwargs, training=request.training,
-                                       dtype=request.dtype, **run)
+                                       dtype=request.dtype, method=request.method, **run)
         return ModuleReply(done.parameters, done.output, done.devices, done.input_grads, done.param_grads,
                            done.inputs_after, done.attention_calls, wires.drain())
     except executor.StudentFailure as failure:

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from assignment.spec import SPEC
 from autograder.engine import isolation
 from autograder.engine.files import atomic_write
 from autograder.engine.limits import Limits, apply_trusted_limits
@@ -30,7 +31,7 @@ PYTEST_ARGS = ["-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:logging"
 
 class _SecondDeviceLast:
     """pytest plugin: the tests that run student code on a second device go last, so the sandbox that warms up
-    the meta device meanwhile (worker.py) is ready when they start. (The results keep the suite's order.)"""
+    the second device meanwhile (worker.py) is ready when they start. (The results keep the suite's order.)"""
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items):
@@ -75,11 +76,15 @@ def grade(control, limits: Limits, plan: isolation.Plan) -> Outcome:
     status, message = judge(log, limits, exit_code, report)
     if report is None or log.broken is not None:
         return Outcome("error", message, engine_failure=True, flags=flags)
-    if log.import_failure is not None:   # every test failed for the same reason: say it once, at the top
-        results = error_results(status, message, report.part_scores, extra_output=feedback_notes(log, plan, flags))
-    else:
-        lead = "" if status == "graded" and not message else f"{status}: {message}"
-        results = gradescope_results(report, extra_output=feedback_notes(log, plan, flags), lead=lead)
+    if log.import_failure is not None or imports_nothing(log.unloadable):
+        # Nothing could be called: every answer was the import's error, which earns nothing (a ValueError at
+        # import must not pass the tests that expect one). Said once, at the top.
+        results = error_results(status, message, extra_output=feedback_notes(log, plan, flags))
+        return Outcome(status, message, max_score=report.max_score, results=results, flags=flags,
+                       part_scores={str(p): 0.0 for p in report.part_scores},
+                       part_max={str(p): s for p, s in report.part_max.items()})
+    lead = "" if status == "graded" and not message else f"{status}: {message}"
+    results = gradescope_results(report, extra_output=feedback_notes(log, plan, flags), lead=lead)
     return Outcome(status, message, score=report.score, max_score=report.max_score,
                    part_scores={str(p): s for p, s in report.part_scores.items()},
                    part_max={str(p): s for p, s in report.part_max.items()}, results=results,
@@ -96,6 +101,13 @@ def judge(log, limits: Limits, exit_code: int, report) -> tuple[str, str]:
         failure = log.import_failure
         status = "timeout" if failure.type_name == "Timeout" else "error"
         return status, _one_line(f"{failure.type_name}: {failure.message}")
+    if imports_nothing(log.unloadable):
+        return "error", unloadable_note(log.unloadable, nothing=True)
+    status, message = _judge_calls(log, limits)
+    return status, "; ".join(filter(None, [message, unloadable_note(log.unloadable)]))
+
+
+def _judge_calls(log, limits: Limits) -> tuple[str, str]:
     if log.budget_exhausted:
         return "timeout", f"time budget of {limits.budget:g} s of CPU time used up; later calls were not run"
     if log.timeouts:
@@ -108,6 +120,23 @@ def judge(log, limits: Limits, exit_code: int, report) -> tuple[str, str]:
         names = ", ".join(sorted(set(log.crashes)))
         return "graded", f"the sandbox died in {len(log.crashes)} call(s) and was restarted: {names}"
     return "graded", ""
+
+
+def imports_nothing(unloadable: dict[str, str]) -> bool:
+    """Every graded name failed to import (one that imports in part is graded in part)."""
+    return set(unloadable) >= {*SPEC.functions, SPEC.module_class}
+
+
+def unloadable_note(unloadable: dict[str, str], nothing: bool = False) -> str:
+    """The graded names that could not be imported and why, in one line ("" when all imported); when nothing
+    imported, the reason first (a syntax error's file and line is what the student needs to see)."""
+    by_reason: dict[str, list[str]] = {}
+    for name in (name for name in (*SPEC.functions, SPEC.module_class) if name in unloadable):
+        by_reason.setdefault(unloadable[name], []).append(name)
+    notes = [f"{why}: nothing could be imported ({', '.join(names)})" if nothing
+             else f"could not import {', '.join(names)}: {why} (the rest was graded)"
+             for why, names in by_reason.items()]
+    return _one_line("; ".join(notes), limit=500) if notes else ""
 
 
 def flags_of(log, gateway_flags: list[str]) -> list[str]:

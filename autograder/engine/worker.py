@@ -28,13 +28,13 @@ from autograder.engine.run_settings import Settings
 
 def prepare_template(*, full: bool = True) -> None:
     """Warm up the template, so that every process forked after it starts warm: torch's common CPU paths, and
-    with full, pytest (the trusted process's runner) and torch's meta device (half a second). The first worker
+    with full, pytest (the trusted process's runner) and the emulated second device (0.7 s). The first worker
     is forked before the full warm-up: its trusted process imports pytest and its second sandbox warms up the
-    meta device, side by side with the first sandbox (_serve)."""
+    second device, side by side with the first sandbox (_serve)."""
     sandbox.warm_up()
     if full:
         from autograder.engine import trusted  # noqa: F401 - the trusted process's code, pytest with it
-        sandbox.warm_up_meta()
+        sandbox.warm_up_second_device()
 
 
 KEPT = ("pytest.log", "sandbox-output.txt")   # what the trusted process leaves in its folder, for --keep
@@ -128,11 +128,11 @@ def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fd
 @dataclass
 class Spare:
     """A forked sandbox not yet handed to the trusted process: its pid, the trusted side's end of its socket,
-    the read end of its output pipe, and whether torch's meta device is already warm in it."""
+    the read end of its output pipe, and whether the second device is already warm in it."""
     pid: int
     sock_fd: int
     out_fd: int
-    meta_warm: bool
+    second_warm: bool
 
     def close_fds(self) -> None:
         os.close(self.sock_fd)
@@ -148,8 +148,8 @@ class Boxes:
         self.live: dict[int, isolation.Box] = {}
         self.count = 0
 
-    def spawn(self, control: socket.socket, *, warm_meta: bool = True) -> Spare:
-        """Fork a sandbox (warm_meta: it warms up the meta device before it imports the submission)."""
+    def spawn(self, control: socket.socket, *, warm_second: bool = True) -> Spare:
+        """Fork a sandbox (warm_second: it warms up the second device before it imports the submission)."""
         self.count += 1
         scratch = os.path.join(self.settings.sandbox_root, f"box-{os.getpid()}-{self.count}")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -160,13 +160,14 @@ class Boxes:
                 control.close()
                 ours.close()
                 os.close(out_read)
-                sandbox.run(theirs.detach(), out_write, self._box(os.getpid(), scratch), self.plan, warm_meta=warm_meta)
+                sandbox.run(theirs.detach(), out_write, self._box(os.getpid(), scratch), self.plan,
+                            warm_second=warm_second)
             finally:
                 os._exit(1)   # never back into the worker's code
         theirs.close()
         os.close(out_write)
         self.live[child] = self._box(child, scratch)
-        return Spare(child, ours.detach(), out_read, warm_meta or sandbox.meta_is_warm())
+        return Spare(child, ours.detach(), out_read, warm_second or sandbox.second_device_is_warm())
 
     def _box(self, pid: int, scratch: str) -> isolation.Box:
         uid = isolation.sandbox_uid(pid) if self.plan.has("uid") else None
@@ -215,13 +216,13 @@ def _serve(control, trusted_pid: int, boxes: Boxes, deadline: float) -> tuple[in
     """Answer spawn requests until the trusted process exits; (its exit status, whether we killed it).
 
     The first sandbox is started right away, so it locks down and imports the submission while the trusted
-    process starts pytest; the first request gets it. Where the template has not warmed up torch's meta device
-    (the first submission of a run), that first sandbox skips it (half a second) and a second one is started
-    with it, which warms up the meta device on the other core while the first one serves; it takes over at
+    process starts pytest; the first request gets it. Where the template has not warmed up the second device
+    (the first submission of a run), that first sandbox skips it (0.7 s) and a second one is started
+    with it, which warms up the second device on the other core while the first one serves; it takes over at
     the first call that needs that device (the engine runs those tests last)."""
     listening = [control]
-    spares = collections.deque([boxes.spawn(control, warm_meta=False)])
-    if not spares[0].meta_warm:
+    spares = collections.deque([boxes.spawn(control, warm_second=False)])
+    if not spares[0].second_warm:
         spares.append(boxes.spawn(control))
     try:
         while True:
@@ -246,7 +247,8 @@ def _serve(control, trusted_pid: int, boxes: Boxes, deadline: float) -> tuple[in
                 continue
             handed = spares.popleft() if spares else boxes.spawn(control)
             try:
-                socket.send_fds(control, [SPAWNED.pack(handed.pid, handed.meta_warm)], [handed.sock_fd, handed.out_fd])
+                socket.send_fds(control, [SPAWNED.pack(handed.pid, handed.second_warm)],
+                                [handed.sock_fd, handed.out_fd])
             finally:
                 handed.close_fds()
     finally:

@@ -37,13 +37,13 @@ def most_guarded(spec: Spec) -> str:
 
 
 def immediate_output(results: dict, spec: Spec) -> str:
-    """What a student may read at once: that grading happened and, for an error or a timeout, why (one line
-    of the gradebook, which holds no score)."""
+    """What a student may read at once: that grading happened and the gradebook's one-line message, which holds
+    no score: for an error or a timeout, why; for graded code, what was not (a module that could not be imported)."""
     row = _row(results)
     status = row.get("status", "graded")
     note = GRADED_NOTE if status == "graded" else f"Your submission was received; grading ended with {status}."
-    if status in REASON_STATUSES and row.get("message"):
-        note += f" Reason: {row['message']}"
+    if row.get("message"):
+        note += (" Reason: " if status in REASON_STATUSES else " Note: ") + row["message"]
     later = {spec.visibility(number) for number in spec.numbers}
     return note + next((LATER_NOTES[when] for when in LATER_NOTES if when in later), "")
 

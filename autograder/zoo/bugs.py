@@ -37,6 +37,16 @@ BUGS = [
     edit("float-cast", 1, "scaling.py", SCORES,
          "    return torch.matmul(q.float(), k.float().transpose(-2, -1)) * scale"),
     edit("scales-q-in-place", 1, "scaling.py", SCORES, "    return torch.matmul(q.mul_(scale), k.transpose(-2, -1))"),
+    edit("scale-or-default", 1, "scaling.py", "    if scale is None:\n" + SCALE,
+         "    scale = scale or q.size(-1) ** -0.5", "scale=0.0 taken for no scale"),
+    edit("float32-default-scale", 1, "scaling.py", SCALE, "        scale = 1 / torch.sqrt(torch.tensor(q.size(-1)))",
+         "a float32 scale: float64 scores off by 5e-8 of themselves"),
+    # "q: queries, shape (..., L, E)."  (reads E from the wrong dim of q)
+    edit("scale-from-query-length", 1, "scaling.py", SCALE, "        scale = q.size(-2) ** -0.5",
+         "sqrt(L) instead of sqrt(E): the wrong dim of q"),
+    # "scores of shape (..., L, S) where scores[..., i, j] = (q_i . k_j) * scale."
+    edit("scores-transposed", 1, "scaling.py", SCORES, "    return torch.matmul(k, q.transpose(-2, -1)) * scale",
+         "k q^T: scores of shape (..., S, L)"),
     # Part 2: masks and attention
     edit("causal-triu", 2, "masking.py", CAUSAL, CAUSAL.replace(".tril()", ".triu()")),
     edit("causal-hides-diagonal", 2, "masking.py", CAUSAL, CAUSAL.replace(".tril()", ".tril(-1)")),
@@ -65,6 +75,52 @@ BUGS = [
     edit("detached-weights", 2, "masking.py", RETURN, "    return weights.detach() @ v, weights.detach()"),
     edit("causal-mask-float", 2, "masking.py", CAUSAL, CAUSAL.replace("torch.bool", "torch.float"),
          "a 0/1 float mask: ~mask fails, and SDPA would add it"),
+    # "L: number of queries."  (L taken as the number of keys)
+    edit("causal-mask-shape-swapped", 2, "masking.py", CAUSAL, CAUSAL.replace("torch.ones(L, S,", "torch.ones(S, L,"),
+         "a (S, L) mask: L taken for the keys"),
+    # "S: number of keys; None means S = L."
+    edit("causal-ignores-S", 2, "masking.py", "    S = L if S is None else S", "    S = L",
+         "always square: S ignored"),
+    # "lengths: the true length of each sequence: a sequence of ints or a 1-D integer tensor with B entries."
+    edit("padding-lengths-list-unconverted", 2, "masking.py",
+         "    lengths = torch.as_tensor(lengths, device=device)\n", "",
+         "works for a tensor of lengths only: a list has no .max()/.unsqueeze()"),
+    # "device: where to create the mask; None means the device of `lengths` when it is a tensor, else ..."
+    edit("padding-mask-ignores-lengths-device", 2, "masking.py",
+         "    if device is None and isinstance(lengths, torch.Tensor):\n        device = lengths.device\n", "",
+         "device=None always means torch's default device, even for a tensor of lengths elsewhere"),
+    # "mask: None, or a bool tensor that broadcasts to scores.shape (True = keep, False = hide)."  (None refused)
+    edit("apply-mask-without-none-check", 2, "masking.py", "    if mask is None:\n        return scores\n", "",
+         "~None: a TypeError whenever attention has no mask"),
+    # "q: queries (..., L, E); k: keys (..., S, E); v: values (..., S, Ev)."  (v read as (..., Ev, S))
+    edit("values-transposed", 2, "masking.py", RETURN, "    return weights @ v.transpose(-2, -1), weights",
+         "v taken as (..., Ev, S), the way k is transposed for the scores"),
+    # "Ev may differ from E."  (the default scale taken from v's width)
+    edit("default-scale-from-values", 2, "masking.py", "    scores = scaled_scores(q, k, scale)\n",
+         "    scores = scaled_scores(q, k, v.size(-1) ** -0.5 if scale is None else scale)\n",
+         "1/sqrt(Ev) instead of 1/sqrt(E): right only when Ev == E"),
+    # "Leading dims broadcast."
+    edit("bmm-for-output", 2, "masking.py", RETURN, "    return torch.bmm(weights, v), weights",
+         "torch.bmm: exactly one batch dim, no broadcasting"),
+    # "scale: as in scaled_scores (None means 1/sqrt(E))."  (the scale argument not passed on)
+    edit("sdpa-ignores-scale", 2, "masking.py", "    scores = scaled_scores(q, k, scale)\n",
+         "    scores = scaled_scores(q, k)\n", "an explicit scale never reaches scaled_scores"),
+    # "With dropout, these are the weights after dropout, the ones actually multiplied with v. output ... = weights @...
+    edit("weights-returned-before-dropout", 2, "masking.py",
+         "    if dropout_p > 0.0:\n        weights = F.dropout(weights, p=dropout_p, training=True)\n"
+         "    return weights @ v, weights",
+         "    dropped = F.dropout(weights, p=dropout_p, training=True) if dropout_p > 0.0 else weights\n"
+         "    return dropped @ v, weights",
+         "returns the weights before dropout, not the ones multiplied with v"),
+    # "q, k, v and mask are never modified in place."  (apply_mask inverts the caller's mask in place)
+    edit("apply-mask-inverts-mask-in-place", 2, "masking.py", '    return scores.masked_fill(~mask, float("-inf"))',
+         '    return scores.masked_fill(mask.logical_not_(), float("-inf"))',
+         "logical_not_ for ~: the caller's mask comes back inverted"),
+    edit("mask-and-causal-in-place", 2, "masking.py", COMBINE,
+         COMBINE.replace("mask & causal", "mask.logical_and_(causal)"), "the caller's mask loses its future keys"),
+    # causal_mask: "When L != S it is aligned to the top-left corner, as SDPA's is_causal: row 0 always sees key 0."
+    edit("causal-bottom-right", 2, "masking.py", CAUSAL, CAUSAL.replace(".tril()", ".tril(S - L)"),
+         "aligned to the bottom-right corner (flash-attn's convention)"),
     # Part 3: heads
     edit("split-without-transpose", 3, "heads.py", SPLIT, "    return x.reshape(B, num_heads, L, E // num_heads)"),
     edit("split-interleaved", 3, "heads.py", SPLIT,
@@ -75,6 +131,13 @@ BUGS = [
          '        raise ValueError(f"embedding size E={E} is not divisible by num_heads={num_heads}")\n', ""),
     edit("split-vague-value-error", 3, "heads.py", 'f"embedding size E={E} is not divisible by num_heads={num_heads}"',
          '"bad head count"'),
+    # "num_heads: H; must divide E."  (num_heads taken for the width of a head)
+    edit("split-num-heads-as-head-dim", 3, "heads.py", SPLIT,
+         "    return x.reshape(B, L, E // num_heads, num_heads).transpose(1, 2)",
+         "num_heads used as D: (B, D, L, H)"),
+    # split_heads: "the result keeps the dtype and the device of x; autograd works; x is never modified in place."
+    edit("split-detached", 3, "heads.py", SPLIT, SPLIT.replace("x.reshape(", "x.detach().reshape("),
+         "no gradient reaches x"),
     # Part 4: padding-mask expansion
     edit("expand-transposed", 4, "padding.py", EXPAND,
          "    return mask[:, None, :, None].expand(B, 1, S, num_queries)"),
@@ -85,6 +148,16 @@ BUGS = [
          "    return (mask[:, None, None, :] & mask[:, None, :num_queries, None]).expand(B, 1, num_queries, S)"),
     edit("expand-float-mask", 4, "padding.py", EXPAND, EXPAND + ".float()",
          "a float mask is added to the scores by SDPA, not used to hide keys"),
+    # "num_queries: L, the number of queries that will look at these keys."
+    edit("expand-to-key-count", 4, "padding.py", EXPAND, EXPAND.replace("num_queries", "S"),
+         "L = S assumed (self-attention only)"),
+    # "The size-1 dim broadcasts over heads, the shape torch's SDPA accepts as attn_mask."
+    edit("expand-without-head-dim", 4, "padding.py", EXPAND, "    return mask[:, None, :].expand(B, num_queries, S)",
+         "(B, L, S): B lines up with the heads"),
+    # expand_padding_mask: "the result lives on the device of mask; mask is never modified in place."
+    edit("expand-on-default-device", 4, "padding.py", EXPAND,
+         "    return torch.ones(B, 1, num_queries, S, dtype=torch.bool) & mask[:, None, None, :]",
+         "a mask of ones made on the default device"),
     # Part 5: MultiHeadAttention, manual path
     edit("manual-path-ignores-padding", 5, "multihead.py", MANUAL, MANUAL.replace("q, k, v, mask,", "q, k, v, None,"),
          "padding_mask reaches only the fused path"),
@@ -107,6 +180,56 @@ BUGS = [
          "        self.q_proj = nn.Linear(embed_dim, embed_dim)"),
     edit("heads-merged-without-transpose", 5, "multihead.py", "        return self.out_proj(merge_heads(heads))",
          "        return self.out_proj(heads.reshape(x.shape))"),
+    edit("additive-mask-without-zero-rows", 5, "multihead.py", MANUAL,
+         "            visible = mask\n"
+         "            if is_causal:\n"
+         "                causal = causal_mask(q.size(-2), k.size(-2), device=q.device)\n"
+         "                visible = causal if visible is None else visible & causal\n"
+         "            scores = q @ k.transpose(-2, -1) * q.size(-1) ** -0.5\n"
+         "            if visible is not None:\n"
+         "                scores = scores + (~visible).to(scores.dtype) * torch.finfo(scores.dtype).min\n"
+         "            heads = F.dropout(torch.softmax(scores, dim=-1), p=dropout_p) @ v",
+         "attention written inline with an additive mask: a query with no real key gets the mean of the values"),
+    # "Create the four projections."
+    edit("no-output-projection", 5, "multihead.py",
+         "        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)",
+         "        self.out_proj = nn.Identity()", "three projections: the heads merged are the output"),
+    # "embed_dim: E, the model width (queries, keys, values and output)."
+    edit("query-projection-per-head-width", 5, "multihead.py",
+         "        self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias)",
+         "        self.q_proj = nn.Linear(embed_dim, embed_dim // num_heads, bias=bias)",
+         "q_proj to D = E // H features instead of E"),
+    # "fused: False computes attention with this package's own scaled_dot_product_attention (Part 5); ..."
+    edit("manual-path-through-fused-attention", 5, "multihead.py", MANUAL,
+         "            heads = self._fused_attention(q, k, v, mask, is_causal, dropout_p)",
+         "both paths share the fused helper: the manual path calls torch's SDPA (right values, forbidden call)"),
+    # "context: None for self-attention, or (B, S, E) for cross-attention: keys and values come from it instead of x."
+    edit("values-from-x", 5, "multihead.py", "        v = split_heads(self.v_proj(source), self.num_heads)",
+         "        v = split_heads(self.v_proj(x), self.num_heads)", "values from x in cross-attention"),
+    # "is_causal: each query sees only keys at or before its position."
+    edit("is-causal-not-passed", 5, "multihead.py", MANUAL, MANUAL.replace("is_causal=is_causal, ", ""),
+         "is_causal never reaches the attention"),
+    # "Works in float16, bfloat16, float32 and float64 (after module.to(dtype)); the output has the dtype of x ..."
+    edit("attention-in-float32-not-cast-back", 5, "multihead.py", MANUAL,
+         MANUAL.replace("(q, k, v, mask,", "(q.float(), k.float(), v.float(), mask,"),
+         "heads left in float32: out_proj of another dtype refuses them"),
+    # "float64 is computed in float64 all the way; float16 and bfloat16 may be computed in float32 and cast back."
+    edit("manual-attention-in-float32", 5, "multihead.py", MANUAL,
+         MANUAL.replace("(q, k, v, mask,", "(q.float(), k.float(), v.float(), mask,") + "\n"
+         "            heads = heads.to(q.dtype)", "float32 attention cast back, for float64 too"),
+    # "Autograd works: gradients reach x, context and all four projections."
+    edit("context-detached", 5, "multihead.py", "        source = x if context is None else context",
+         "        source = x if context is None else context.detach()", "no gradient reaches context"),
+    # MultiHeadAttention: "The grader loads its own weights into them with load_state_dict(strict=True), so the
+    edit("persistent-scale-buffer", 5, "multihead.py", "        self.fused = fused\n",
+         "        self.fused = fused\n"
+         "        self.register_buffer(\"scale\", torch.tensor((embed_dim // num_heads) ** -0.5))\n",
+         "a persistent buffer: load_state_dict(strict=True) misses its key"),
+    # forward: "x, context and padding_mask are never modified in place."
+    edit("padded-tokens-zeroed-in-place", 5, "multihead.py", MHA_MASK,
+         MHA_MASK + "\n        if padding_mask is not None:\n"
+         "            source.masked_fill_(~padding_mask[..., None], 0.0)",
+         "zeroes the caller's padded key/value tokens (x or context) in place"),
     # Part 6: the fused path
     edit("fused-ignores-padding", 6, "multihead.py", FUSED, FUSED.replace("attn_mask=mask", "attn_mask=None")),
     edit("fused-inverted-mask", 6, "multihead.py", FUSED, FUSED.replace("attn_mask=mask",
@@ -124,4 +247,34 @@ BUGS = [
     edit("fused-float32-additive-mask", 6, "multihead.py", FUSED, FUSED.replace(
         "attn_mask=mask",
         "attn_mask=None if mask is None else torch.zeros(mask.shape).masked_fill(~mask, float('-inf'))")),
+    # "Part 6: the attention step through torch.nn.functional.scaled_dot_product_attention."
+    edit("fused-via-manual-attention", 6, "multihead.py", FUSED,
+         "        return scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, dropout_p=dropout_p)[0]",
+         "the fused path never calls torch's SDPA (right values, forbidden path)"),
+    # "q (B, H, L, D), k and v (B, H, S, D): the heads, already split."
+    edit("fused-flash-layout", 6, "multihead.py", FUSED,
+         FUSED.replace("(q, k, v,", "(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),") + ".transpose(1, 2)",
+         "heads passed as (B, L, H, D), flash-attn's layout, not SDPA's"),
+    # "is_causal: hide the keys after each query."
+    edit("fused-forgets-is-causal", 6, "multihead.py", FUSED, FUSED.replace("is_causal=is_causal)", "is_causal=False)"),
+         "causal only when folded into a padding mask"),
+    # "Both create the same four projections."  (__init__ lives in Part 5, but only fused=True can tell: Part 6 loses)
+    edit("fused-module-without-out-proj", 6, "multihead.py",
+         "        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)\n",
+         "        if not fused:   # thinking torch's SDPA projects the output itself\n"
+         "            self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)\n",
+         "fused=True builds three projections"),
+    # "With fused=True the attention itself must go through self._fused_attention."  (forward lives in Part 5, but
+    edit("fused-flag-ignored", 6, "multihead.py",
+         "        if self.fused:\n            heads = self._fused_attention(q, k, v, mask, is_causal, dropout_p)\n"
+         "        else:\n" + MANUAL,
+         MANUAL.replace("            heads", "        heads"),
+         "forward never looks at self.fused: the fused module runs the manual path"),
+    # "With fused=True the attention itself must go through self._fused_attention." -- forward that calls
+    edit("forward-inlines-fused-sdpa", 6, "multihead.py",
+         "            heads = self._fused_attention(q, k, v, mask, is_causal, dropout_p)",
+         "            folded = None if mask is None else (mask & causal_mask(q.size(-2), k.size(-2), device=q.device)"
+         " if is_causal else mask)\n"
+         "            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=folded, dropout_p=dropout_p,"
+         " is_causal=is_causal and mask is None)", "bypasses self._fused_attention"),
 ]

@@ -1,0 +1,169 @@
+"""A second device emulated on the CPU, so that device checks decide on a machine without a GPU.
+
+    install()            register the device (once per process; the sandbox's template does it)
+    NAME                 its device type: tensors there report `device(type='emulated', index=0)`
+    to_plain(tensor)     a tensor there, as a plain CPU tensor holding its values
+
+A check of "the result lives on the inputs' device" needs a device other than the CPU. PyTorch's meta
+device has no values, so code that reads values (int(n), .item(), .tolist(), boolean indexing) cannot run
+there and such a check could only be skipped. This device has values: each of its tensors wraps a CPU
+tensor, and every operation runs on the CPU, through torch's PrivateUse1 backend (renamed) and a tensor
+subclass's __torch_dispatch__. What a CUDA device refuses, it refuses too, with CUDA's message:
+- an operation mixing its tensors with CPU tensors of one or more dimensions (0-dim CPU tensors are
+  allowed, as CUDA allows them; so are CPU indices in indexing, and copies between the devices);
+- .numpy() (and so np.asarray) of its tensors.
+Everything else works as on a GPU: factories with device=..., .to(), .item(), .tolist(), autograd,
+nn.Module.to(), dropout, and F.scaled_dot_product_attention with the CPU's semantics (torch runs a device of
+its own through SDPA's math backend, which refuses an attn_mask together with is_causal=True; the CPU's and
+CUDA's default backends accept both, so while `cpu_like_sdpa()` is active the causal mask is folded into
+attn_mask first). A result computed here comes back with its values.
+"""
+from __future__ import annotations
+
+import torch
+from torch.utils._pytree import tree_flatten, tree_map
+
+NAME = "emulated"
+# CUDA's own words, so a student sees the message a GPU would give.
+MIXED = ("Expected all tensors to be on the same device, but found at least two devices, {device} and cpu! "
+         "(when checking argument of {op})")
+NUMPY = "can't convert {device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
+# Operations that may take CPU tensors beside this device's, as CUDA's do.
+CROSS_DEVICE = {"copy_", "_copy_from", "_copy_from_and_resize", "_to_copy", "index", "index_put", "index_put_",
+                "_index_put_impl_", "_unsafe_index", "_unsafe_index_put", "lift_fresh", "lift_fresh_copy"}
+
+_state = {"installed": False, "library": None}
+
+
+def device() -> torch.device:
+    return torch.device(NAME, 0)
+
+
+class EmulatedTensor(torch.Tensor):
+    """A tensor on the emulated device: a wrapper whose values are the CPU tensor `_values`."""
+
+    _values: torch.Tensor
+
+    @staticmethod
+    def __new__(cls, cpu: torch.Tensor):
+        wrapper = torch.Tensor._make_wrapper_subclass(
+            cls, cpu.shape, strides=cpu.stride(), storage_offset=cpu.storage_offset(), dtype=cpu.dtype,
+            layout=cpu.layout, device=device(), requires_grad=cpu.requires_grad)
+        wrapper._values = cpu
+        return wrapper
+
+    def __repr__(self, *, tensor_contents=None):
+        return repr(self._values).removesuffix(")") + f", device='{device()}')"
+
+    def tolist(self):
+        return self._values.tolist()
+
+    def numpy(self, *, force: bool = False):
+        raise TypeError(NUMPY.format(device=device()))
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(NUMPY.format(device=device()))
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        return _run(func, args, kwargs or {})
+
+
+def _is_here(value) -> bool:
+    if isinstance(value, EmulatedTensor):
+        return True
+    return isinstance(value, (torch.device, str)) and torch.device(value).type == NAME
+
+
+def _run(func, args, kwargs):
+    """One operation: check the devices as CUDA does, run it on the CPU, put the results on this device."""
+    name = func.__name__.split(".")[0] if hasattr(func, "__name__") else str(func)
+    flat, _ = tree_flatten((args, kwargs))
+    here = any(isinstance(value, EmulatedTensor) for value in flat)
+    if here and name not in CROSS_DEVICE and any(
+            isinstance(value, torch.Tensor) and not isinstance(value, EmulatedTensor) and value.dim() > 0
+            and value.device.type == "cpu" for value in flat):
+        raise RuntimeError(MIXED.format(device=device(), op=name))
+    target = kwargs.get("device")
+    to_here = _is_here(target) if target is not None else here
+    if target is not None and _is_here(target):
+        kwargs = {**kwargs, "device": torch.device("cpu")}
+    plain_args, plain_kwargs = tree_map(_unwrap, (args, kwargs))
+    result = func(*plain_args, **plain_kwargs)
+    out = kwargs.get("out")
+    if out is not None:   # an out= variant returns the tensors it was given
+        return out
+    if name.endswith("_") and args and isinstance(args[0], EmulatedTensor):   # in place: the same tensor
+        return args[0]
+    return tree_map(_wrap, result) if to_here else result
+
+
+def _unwrap(value):
+    return value._values if isinstance(value, EmulatedTensor) else value
+
+
+def _wrap(value):
+    if isinstance(value, torch.Tensor) and not isinstance(value, EmulatedTensor):
+        return EmulatedTensor(value)
+    return value
+
+
+def _empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return EmulatedTensor(torch.empty_strided(size, stride, dtype=dtype))
+
+
+def _empty(size, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return EmulatedTensor(torch.empty(size, dtype=dtype, memory_format=memory_format))
+
+
+def _copy_from(source, destination, non_blocking=False):
+    _unwrap(destination).copy_(_unwrap(source))
+    return destination
+
+
+class _CpuLikeSDPA(torch.overrides.TorchFunctionMode):
+    """F.scaled_dot_product_attention on this device as the CPU's default backend takes it: an attn_mask with
+    is_causal=True means both (folded into one mask here), not an error."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if getattr(func, "__name__", "") == "scaled_dot_product_attention":
+            args, kwargs = _folded(args, kwargs)
+        return func(*args, **kwargs)
+
+
+def _folded(args, kwargs):
+    names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal")
+    bound = {**dict(zip(names, args, strict=False)), **kwargs}
+    mask, query, key = bound.get("attn_mask"), bound.get("query"), bound.get("key")
+    if mask is None or not bound.get("is_causal") or not isinstance(query, EmulatedTensor):
+        return args, kwargs
+    causal = torch.ones(query.size(-2), key.size(-2), dtype=torch.bool, device=query.device).tril()
+    folded = mask & causal if mask.dtype == torch.bool else mask.masked_fill(~causal, float("-inf"))
+    return (), {**bound, "attn_mask": folded, "is_causal": False}
+
+
+def cpu_like_sdpa():
+    """A context in which SDPA on this device accepts what it accepts on the CPU (see the module's docstring)."""
+    return _CpuLikeSDPA()
+
+
+def install() -> None:
+    """Register the device, once per process: torch's PrivateUse1 backend renamed NAME, with the kernels that
+    operations reach without a tensor of ours to dispatch on (factories, the copy of torch.tensor(...))."""
+    if _state["installed"]:
+        return
+    from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
+
+    if torch._C._get_privateuse1_backend_name() != NAME:
+        _setup_privateuseone_for_python_backend(NAME)
+    library = torch.library.Library("aten", "IMPL")
+    library.impl("empty_strided", _empty_strided, "PrivateUse1")
+    library.impl("empty.memory_format", _empty, "PrivateUse1")
+    library.impl("_copy_from", _copy_from, "PrivateUse1")
+    _state.update(installed=True, library=library)   # the library must outlive this call
+
+
+def to_plain(tensor: torch.Tensor) -> torch.Tensor:
+    """The values of a tensor on the emulated device as a plain CPU tensor (any other tensor unchanged)."""
+    return tensor._values if isinstance(tensor, EmulatedTensor) else tensor

@@ -1,0 +1,75 @@
+"""LocalGateway: the hidden suite's `student` fixture answered in this process, for trusted folders only.
+
+    pytest grading_tests --submission DIR       (grading_tests/conftest.py makes one)
+
+It imports the submission here (no sandbox, no limits: the project's own tests and an instructor trying the
+suite on a trusted folder use it) and runs each call with the executor the sandbox runs. What comes back
+takes the sandbox's road to the test: encoded as the wire encodes it, decoded and checked by the trusted
+side's replies.py, so a test sees the same plain data, the same devices and the same refusals here as
+through the engine.
+"""
+from __future__ import annotations
+
+import sys
+
+from autograder.engine import executor, messages, protocol, replies
+from autograder.engine.messages import CallReply, ModuleReply
+from autograder.gateway import (
+    CallOptions,
+    Gateway,
+    StudentError,
+    module_arguments,
+    module_path,
+    not_imported,
+    run_options,
+)
+
+
+def by_wire(reply, kind):
+    """reply as the trusted side receives it from a sandbox."""
+    body = reply.encode()[protocol.LENGTH.size:]
+    return messages.decode(protocol.decode(body), kind)
+
+
+class LocalGateway(Gateway):
+    def __init__(self, submission_dir: str | None = None):
+        super().__init__()
+        if submission_dir is not None:
+            sys.path.insert(0, str(submission_dir))
+        for name in [n for n in sys.modules if n == "student" or n.startswith("student.")]:
+            del sys.modules[name]
+        executor.disable_compilation()
+        try:
+            self.student, self.unloadable = executor.import_student()
+        except BaseException as error:  # noqa: BLE001
+            self.student, self.unloadable = None, {}
+            self.import_error = StudentError(type(error).__name__, f"importing student failed: {error}")
+
+    def _loaded(self, name: str):
+        if self.student is None:
+            raise StudentError(self.import_error.type_name, self.import_error.message)
+        if name in self.unloadable:
+            raise not_imported(name, self.unloadable[name])
+        return self.student
+
+    def call(self, function, args=(), kwargs=None, options=CallOptions()):
+        args = tuple(args)
+        try:
+            done = executor.execute_call(self._loaded(function), function, args, kwargs, **run_options(options))
+        except executor.StudentFailure as failure:
+            raise StudentError(failure.type_name, failure.message) from None
+        reply = by_wire(CallReply(done.value, done.devices, done.input_grads, done.args_after, done.attention_calls),
+                        CallReply)
+        self.note_path("manual", reply.attention_calls)
+        return replies.call_result(reply, args, options.device)
+
+    def run_module(self, spec, options=CallOptions()):
+        try:
+            done = executor.execute_module(self._loaded(executor.MODULE_CLASS), **module_arguments(spec),
+                                           **run_options(options))
+        except executor.StudentFailure as failure:
+            raise StudentError(failure.type_name, failure.message) from None
+        reply = by_wire(ModuleReply(done.parameters, done.output, done.devices, done.input_grads, done.param_grads,
+                                    done.inputs_after, done.attention_calls), ModuleReply)
+        self.note_path(module_path(spec), reply.attention_calls)
+        return replies.module_result(reply, spec.forward_kwargs, options.device)

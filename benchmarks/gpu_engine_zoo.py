@@ -1,0 +1,78 @@
+"""The engine itself on a GPU machine: the zoo and the adversarial zoo graded as a course would grade them.
+
+    python benchmarks/gpu_engine_zoo.py [--out DIR] [--workers N]
+
+Grades the reference, every correct variant and every bug of autograder/zoo in one batch with
+`python -m autograder grade` (every isolation layer the machine allows), then the adversarial zoo in
+a second batch, and prints one line per case: the self-check's verdict (a correct submission exactly
+100, a bug losing points in its own part) and how many of the CUDA tests (test_part6_cuda.py) ran,
+were skipped or failed. Exit 1 when a verdict is wrong, when a correct submission ran no CUDA test,
+or when an adversarial submission got what it must not. benchmarks/gpu_check.sh grades the same
+CUDA tests without the engine; this script is the engine's half of the GPU check.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import pathlib
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from autograder import selfcheck  # noqa: E402
+from autograder.otter import engine_bridge  # noqa: E402
+from autograder.paths import REPO  # noqa: E402
+
+CUDA_TESTS = "test_cuda_"
+
+
+def cuda_counts(results: dict | None) -> collections.Counter:
+    """How the CUDA tests of one result went: passed / failed, and the ones reported as not run."""
+    counts = collections.Counter()
+    for test in (results or {}).get("tests", []):
+        if CUDA_TESTS in test.get("name", ""):
+            counts[test.get("status", "?")] += 1
+        elif test.get("name", "").startswith("Not run"):
+            counts["not run (entry)"] += 1
+    return counts
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=pathlib.Path, default=None)
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--quick", action="store_true", help="one bug per part and one variant")
+    args = parser.parse_args(argv)
+    out = args.out or pathlib.Path(tempfile.mkdtemp(prefix="gpu-engine-zoo-"))
+    cases = selfcheck.cases(quick=args.quick)
+    selfcheck.write_cases(cases, out / "submissions")
+    start = time.monotonic()
+    engine_bridge.run_engine([out / "submissions"], out / "grades", REPO, workers=args.workers,
+                             timeout=engine_bridge.GRADE_TIMEOUT_S + 60 * len(cases))
+    took = time.monotonic() - start
+    results = selfcheck.read_results(out / "grades")
+    problems = []
+    for case in cases:
+        verdict = selfcheck.judge(case, results.get(case.name))
+        counts = cuda_counts(results.get(case.name))
+        print(f"{'ok ' if verdict.ok else 'BAD'} {case.name:48} {verdict.got[:90]:90} cuda {dict(counts)}")
+        if not verdict.ok:
+            problems.append(f"{case.name}: expected {verdict.expected}, got {verdict.got[:200]}")
+        if case.kind in ("reference", "variant") and counts["passed"] == 0:
+            problems.append(f"{case.name}: no CUDA test ran")
+    print(f"== {len(cases)} submissions graded in {took:.0f} s with {args.workers} workers "
+          f"({took / len(cases) * args.workers:.1f} s per submission per worker)")
+    for verdict in selfcheck.adversarial_verdicts(out, args.workers):
+        print(f"{'ok ' if verdict.ok else 'BAD'} {verdict.name:48} {verdict.got[:120]}")
+        if not verdict.ok:
+            problems.append(f"{verdict.name}: {verdict.got[:200]}")
+    print(f"grades: {out / 'grades'}; adversarial: {out / 'adversarial-grades'}")
+    for problem in problems:
+        print("PROBLEM:", problem)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
