@@ -43,6 +43,7 @@ from typing import Any
 
 import torch
 
+from autograder.engine.emulated import NAME as EMULATED
 from autograder.engine.executor import (
     FUNCTIONS,
     MODULE_CLASS,
@@ -133,6 +134,10 @@ class ModuleResult:
 class Gateway(ABC):
     """Calls into a submission. `flags` collects what an instructor should look at; `forbidden` maps the id of
     each test whose path broke the forbidden-call rule to why (the suite's plugin sets `test`)."""
+
+    # The device the placement checks put student code on besides the CPU: "cuda" only where the student's code
+    # can reach a GPU (LocalGateway on a GPU machine); an engine's sandbox reaches none, so there the emulated one.
+    second_device = EMULATED
 
     def __init__(self):
         self.flags: list[str] = []

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import sys
 
-from autograder.engine import executor, messages, protocol, replies
+import torch
+
+from autograder.engine import emulated, executor, messages, protocol, replies
 from autograder.engine.messages import CallReply, ModuleReply
 from autograder.gateway import (
     CallOptions,
@@ -34,6 +36,12 @@ def by_wire(reply, kind):
 class LocalGateway(Gateway):
     def __init__(self, submission_dir: str | None = None):
         super().__init__()
+        # Student code runs in this process: on a GPU here when there is one. The emulated device is registered
+        # only without one (registered beside CUDA it would take CUDA's place as torch's accelerator).
+        if torch.cuda.is_available():
+            self.second_device = "cuda"
+        else:
+            emulated.install()
         if submission_dir is not None:
             sys.path.insert(0, str(submission_dir))
         for name in [n for n in sys.modules if n == "student" or n.startswith("student.")]:

@@ -7,7 +7,8 @@ PyTorch's own SDPA tests derive them (see lowp_tolerance.py). The fused path run
 PyTorch's own choice of backend and once with each SDPA backend forced (flash, memory-efficient,
 cuDNN, math) where that backend can run the inputs on this GPU.
 
-Without a GPU every test here is skipped: skipped tests are worth 0 and the part's points are
+Without a GPU, or where the student's code cannot reach it (the engine's sandbox), every test here is
+skipped: skipped tests are worth 0 and the part's points are
 shared among the tests that ran, so the total stays 100 on a CPU-only grader.
 
 Run on a GPU machine:  python -m pytest grading_tests -k cuda --submission DIR -v
@@ -40,6 +41,15 @@ pytestmark = [
 ]
 
 DEVICE = "cuda"
+
+
+@pytest.fixture(autouse=True)
+def _student_code_reaches_the_gpu(student):
+    """Where the student's code runs without a GPU (an engine's sandbox: it opens no GPU device file), these
+    tests cannot decide: skipped (worth 0, the part's points shared among the tests that ran), never failed."""
+    if student.second_device != DEVICE:
+        pytest.skip("the student's code runs where no GPU can be reached (the grading engine's sandbox); "
+                    "run `python -m pytest grading_tests -k cuda --submission DIR` to grade the GPU path")
 
 
 def dtype_id(dtype):

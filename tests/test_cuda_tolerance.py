@@ -220,3 +220,25 @@ def test_without_a_gpu_every_cuda_test_skips_and_the_reference_still_scores_100(
     assert scored["score"] == 100.0
     assert not [t for t in scored["tests"] if "test_part6_cuda" in t["name"]]   # not run: in the one entry
     assert "108 tests (Part 6): needs a CUDA GPU" in scored["tests"][-1]["output"]
+
+
+def test_the_grading_code_leaves_torchs_accelerator_alone_until_the_emulated_device_is_wanted():
+    """On a GPU, a PrivateUse1 backend registered beside CUDA becomes torch's accelerator in CUDA's place and
+    every CUDA backward fails an internal assert (seen on an H100): importing the suite's code and the engine's
+    must not register the emulated device; only a process that grades on it (a sandbox, LocalGateway without a
+    GPU) does."""
+    probe = ("import torch, grading_tests.placement, grading_tests.lowp_tolerance, autograder.local_gateway, "
+             "autograder.engine.client, autograder.engine.trusted; "
+             "print(torch.accelerator.current_accelerator()); "
+             "from autograder.engine import emulated; emulated.device(); "
+             "print(torch.accelerator.current_accelerator())")
+    lines = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                           timeout=300).stdout.split()
+    assert lines == ["None", "emulated"]
+
+
+def test_without_a_gpu_the_local_gateway_grades_placement_on_the_emulated_device(tmp_path):
+    write_submission(tmp_path / "sub", solution=True)
+    gateway = LocalGateway(str(tmp_path / "sub"))
+    assert gateway.second_device == "emulated"
+    assert torch.accelerator.current_accelerator() == torch.device("emulated")

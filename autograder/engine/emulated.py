@@ -1,6 +1,8 @@
 """A second device emulated on the CPU, so that device checks decide on a machine without a GPU.
 
-    install()            register the device (once per process; the sandbox's template does it)
+    install()            register the device (once per process; the sandbox's template does it). Never in a
+                         process that runs CUDA: a registered PrivateUse1 backend becomes torch's accelerator
+                         in CUDA's place, and CUDA's backward then fails an internal assert on its streams
     NAME                 its device type: tensors there report `device(type='emulated', index=0)`
     to_plain(tensor)     a tensor there, as a plain CPU tensor holding its values
 
@@ -36,6 +38,7 @@ _state = {"installed": False, "library": None}
 
 
 def device() -> torch.device:
+    install()
     return torch.device(NAME, 0)
 
 

@@ -34,6 +34,7 @@ def warm_up() -> None:
     (and the trusted process) start warm. Once per template."""
     if _warm["cpu"]:
         return
+    emulated.install()   # the template never touches CUDA: every sandbox forked from it has the second device
     torch.set_num_threads(1)
     q = torch.randn(2, 3, 4, 8, requires_grad=True)
     mask = torch.ones(4, 4, dtype=torch.bool).tril()
@@ -153,6 +154,7 @@ def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan, *, 
         sys.dont_write_bytecode = True
         sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - for good
         sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - for good
+        emulated.install()   # a sandbox reaches no GPU: its second device is always the emulated one (the template's)
         if warm_second:
             warm_up_second_device()   # under the sandbox's limits, before the submission is imported
         wires = tripwires.Tripwires(submission, [home, *isolation.installation_roots()],
