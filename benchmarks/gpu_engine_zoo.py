@@ -24,10 +24,10 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from autograder import selfcheck  # noqa: E402
-from autograder.otter import engine_bridge  # noqa: E402
-from autograder.paths import REPO  # noqa: E402
-from autograder.scoring import NOT_RUN_TITLE  # noqa: E402
+from autograder import selfcheck
+from autograder.otter import engine_bridge
+from autograder.paths import REPO
+from autograder.scoring import NOT_RUN_TITLE
 
 CUDA_TESTS = "test_cuda_"
 
