@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pathlib
 import sys
 
 from autograder.engine.limits import Limits
@@ -34,10 +35,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=float, default=defaults.budget,
                    help=f"CPU seconds of student code per submission (default {defaults.budget:g})")
     p.add_argument("--memory-gb", type=float, default=defaults.memory_bytes / 2**30,
-                   help=f"address-space limit of a sandbox in GiB (default {defaults.memory_bytes / 2**30:g})")
+                   help=f"memory of a sandbox in GiB, all its processes together where the memory layer holds, "
+                        f"else the address space of each (default {defaults.memory_bytes / 2**30:g})")
     p.add_argument("--keep", metavar="DIR", default=None,
                    help="keep, per submission, its trusted-side pytest log and its sandboxes' output in DIR/<name>/ "
                         "(a grader error row names the file)")
+    p.add_argument("--force", metavar="NAME", action="append", default=[],
+                   help="grade this submission again although out/ has its result (repeatable; its name in "
+                        "grades.csv, or its results file's name). A submission whose content changed since it "
+                        "was graded is graded again without being asked, and its row says so")
+    p.add_argument("--private", metavar="PATH", action="append", default=[],
+                   help="a file or folder of the grader's that no sandbox may read (repeatable): closed to other "
+                        "users when sandboxes have their own user id, and named in the isolation line if a sandbox "
+                        "could still read it (Gradescope's runner passes /autograder/submission_metadata.json)")
     return p
 
 
@@ -47,11 +57,12 @@ def main(argv=None) -> int:
         print("grade: --workers, --timeout, --budget and --memory-gb must be positive", file=sys.stderr)
         return 2
     limits = Limits(call_timeout=args.timeout, budget=args.budget, memory_bytes=int(args.memory_gb * 2**30))
-    from autograder.engine import batch, gradebook, submissions
+    from autograder.engine import analytics, batch, gradebook, submissions
     try:
-        rows, note = batch.grade_all(args.paths, args.out, workers=args.workers, limits=limits, keep=args.keep)
-    except FileNotFoundError as error:
-        print(f"grade: {error}", file=sys.stderr)
+        rows, note = batch.grade_all(args.paths, args.out, workers=args.workers, limits=limits, keep=args.keep,
+                                     private=args.private, force=args.force)
+    except (FileNotFoundError, KeyError) as error:
+        print(f"grade: {error.args[0] if isinstance(error, KeyError) else error}", file=sys.stderr)
         return 2
     except submissions.SubmissionError as error:
         print(f"grade: cannot read the export: {error}", file=sys.stderr)
@@ -60,10 +71,11 @@ def main(argv=None) -> int:
         print(f"\ngrade: interrupted; what was graded is kept in {args.out}: run the same command again to finish",
               file=sys.stderr)
         return 130
-    print(gradebook.table(rows))
+    failed_most = analytics.most_failed(analytics.class_tests(pathlib.Path(args.out), rows))
+    print(gradebook.table(rows, most_failed=failed_most))
     print(f"\nisolation: {note}")
     print(f"wrote {os.path.join(args.out, 'grades.csv')}, {os.path.join(args.out, 'results')}/, "
-          f"{os.path.join(args.out, 'summary.png')}")
+          f"{os.path.join(args.out, 'summary.png')}, {os.path.join(args.out, 'tests.csv')} and tests.png")
     if rows and all(row["status"] == "error" for row in rows):
         print(f"grade: none of the {len(rows)} submission(s) could be graded (every row is an error): was the "
               f"right folder given? Each PATH must be a submission holding student/, a folder of them, or a "

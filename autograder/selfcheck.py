@@ -164,8 +164,9 @@ def adversarial_verdicts(out: pathlib.Path, workers: int) -> list[Verdict]:
             raise
         return []
     expectations = zoo.write_adversarial_zoo(out / "adversarial")
+    secret = {zoo.channels.SECRET_VARIABLE: zoo.channels.SECRET}   # for the zoo's reader of the grader's environment
     engine_bridge.run_engine([out / "adversarial"], out / "adversarial-grades", REPO, workers=workers,
-                             timeout=engine_bridge.GRADE_TIMEOUT_S + 60 * len(expectations))
+                             timeout=engine_bridge.GRADE_TIMEOUT_S + 60 * len(expectations), env=secret)
     problems = zoo.verify(expectations, out / "adversarial-grades")
     verdicts = []
     for expectation in expectations:

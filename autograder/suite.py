@@ -20,6 +20,7 @@ import json
 import pytest
 
 from assignment.spec import SPEC, Spec
+from autograder.engine.sanitize import valid_text
 from autograder.gateway import Gateway
 from autograder.scoring import Report, TestOutcome, gradescope_results, score_outcomes
 
@@ -100,7 +101,7 @@ class GradingPlugin:
     def pytest_sessionfinish(self, session):
         if self.results_json:
             with open(self.results_json, "w") as handle:
-                json.dump(gradescope_results(self.report()), handle, indent=1)
+                json.dump(valid_text(gradescope_results(self.report())), handle, indent=1)
 
 
 def registered(config) -> GradingPlugin | None:

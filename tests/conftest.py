@@ -10,9 +10,12 @@ notebook kernel, carry the `slow` marker; `pytest -m "not slow"` is the inner lo
 """
 from __future__ import annotations
 
+import os
 import pathlib
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 
 import pytest
@@ -59,3 +62,12 @@ def graded_zoo(dist, tmp_path_factory) -> GradedZoo:
     cases = {case.name: case for case in selfcheck.cases()}
     results = selfcheck.grade(list(cases.values()), build_cli.existing(dist).autograder, out, WORKERS)
     return GradedZoo(cases, results, out)
+
+
+@pytest.fixture
+def sandbox_root():
+    """A folder for sandboxes' scratch, as a batch makes one (0711: they can enter their own, list nothing)."""
+    folder = tempfile.mkdtemp(prefix="probe-test-")
+    os.chmod(folder, 0o711)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)

@@ -6,6 +6,9 @@ import socket
 import time
 
 from autograder.engine import messages, processes, protocol
+from autograder.engine.client import SandboxGateway, SessionLog
+from autograder.engine.limits import Limits
+from autograder.gateway import StudentError
 
 
 class FakeSpawner:
@@ -13,8 +16,10 @@ class FakeSpawner:
     `behaviour` seconds of sleeping (no CPU), or spins forever ("spin"). Those from number second_warm_from on
     say that the second device is warm in them."""
 
-    def __init__(self, behaviour: str = "0", second_warm_from: int = 1):
+    def __init__(self, behaviour: str = "0", second_warm_from: int = 1, greeting: bytes | None = None):
         self.behaviour, self.second_warm_from = behaviour, second_warm_from
+        # What a real sandbox sends before any call: Locked, then (after the import) Ready.
+        self.greeting = messages.Locked().encode() + messages.Ready().encode() if greeting is None else greeting
         self.pids: list[int] = []
 
     def spawn(self):
@@ -26,7 +31,7 @@ class FakeSpawner:
             try:   # a forked copy of pytest: it must never return into the test run
                 os.setsid()
                 ours.close()
-                theirs.sendall(messages.Ready().encode())
+                theirs.sendall(self.greeting)
                 reader = protocol.FrameReader(theirs)
                 while True:
                     reader.read(None)
@@ -43,3 +48,16 @@ class FakeSpawner:
 
     def reap(self):
         processes.reap(self.pids)
+
+
+def failing_call(spawner: FakeSpawner, limits: Limits, log: SessionLog) -> StudentError:
+    """The StudentError of student.scaled_scores() called through a SandboxGateway on the spawner's stand-ins."""
+    gateway = SandboxGateway(spawner, limits, log)
+    try:
+        gateway.call("scaled_scores", ())
+    except StudentError as error:
+        return error
+    finally:
+        gateway.close()
+        spawner.reap()
+    raise AssertionError("the call did not fail")

@@ -194,7 +194,7 @@ def test_the_closing_table_is_aligned_and_keeps_where_the_error_is():
     for line in body:   # the score column ends in the same terminal column on every row, whatever the name
         prefix = columns(line, score_end)
         assert float(prefix[-8:]) >= 0 and line[len(prefix)] == " ", body
-    assert "(scaling.py, line 12)" in body[-1] and "…" in body[-1]
+    assert "(scaling.py, line 12)" in body[0] and "…" in body[0]   # the error row, listed first
 
 
 @pytest.mark.slow

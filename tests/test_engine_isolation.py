@@ -13,30 +13,21 @@ import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
 import pytest
 
 from autograder.adversarial import read_rows
 from autograder.engine import isolation, processes
-from autograder.engine.client import SandboxGateway, SessionLog
+from autograder.engine.client import SessionLog
 from autograder.engine.limits import Limits
 from autograder.gateway import StudentError
 from autograder.paths import REPO
 from autograder.samples import write_submission
-from tests.fake_sandbox import FakeSpawner
+from tests.fake_sandbox import FakeSpawner, failing_call
 
 as_root = pytest.mark.skipif(not isolation.privileged(), reason="needs root")
 x86_64 = pytest.mark.skipif(platform.machine() != "x86_64", reason="the seccomp filter below is written for x86_64")
-
-
-@pytest.fixture
-def sandbox_root():
-    folder = tempfile.mkdtemp(prefix="probe-test-")
-    os.chmod(folder, 0o711)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- the probe and the report
@@ -44,7 +35,7 @@ def sandbox_root():
 @as_root
 def test_as_root_every_layer_holds_on_this_kernel(sandbox_root):
     plan = isolation.probe(sandbox_root)
-    assert plan.line() == "isolated: pid ipc net mnt landlock uid"
+    assert plan.line() == "isolated: pid ipc net mnt landlock uid memory"
 
 
 @pytest.mark.parametrize("layer", isolation.LAYERS)
@@ -53,7 +44,8 @@ def test_a_layer_switched_off_is_reported_by_name_and_the_others_still_hold(laye
     plan = isolation.probe(sandbox_root)
     assert (layer, f"switched off by {isolation.DISABLE_ENV}") in plan.missing
     assert f"no {layer} (switched off by {isolation.DISABLE_ENV})" in plan.line()
-    expected = [name for name in isolation.LAYERS if name != layer and (name != "uid" or isolation.privileged())]
+    expected = [name for name in isolation.LAYERS   # a cgroup of its own, like a user id of its own: root only
+                if name != layer and (name not in ("uid", "memory") or isolation.privileged())]
     assert list(plan.held) == expected, plan.line()
     assert plan.line().startswith("partially isolated: ")
     assert os.listdir(sandbox_root) == []   # the probe leaves nothing behind
@@ -115,7 +107,8 @@ def test_in_a_container_that_refuses_namespaces_the_engine_degrades_and_says_so(
     for layer in ("pid", "ipc", "net", "mnt"):
         assert f"no {layer} (refused by the kernel: Operation not permitted" in line, line
     assert f"no landlock (not supported by kernel {platform.release()})" in line
-    assert line.startswith("partially isolated: uid; no pid" if isolation.privileged() else "not isolated: no pid")
+    held = "uid memory" if isolation.privileged() else ""   # cgroups are no namespace: the memory layer holds
+    assert line.startswith(f"partially isolated: {held}; no pid" if held else "not isolated: no pid")
     assert f"isolation: {line}" in proc.stdout
 
 
@@ -148,16 +141,9 @@ def test_removing_through_a_swapped_parent_deletes_roots_files_only_when_done_as
 # ---------------------------------------------------------------- limits in CPU time, not wall-clock time
 
 def timed_call(behaviour: str, limits: Limits) -> tuple[StudentError, float]:
-    spawner = FakeSpawner(behaviour)
-    gateway = SandboxGateway(spawner, limits, SessionLog())
     started = time.monotonic()
-    try:
-        with pytest.raises(StudentError) as raised:
-            gateway.call("scaled_scores", ())
-    finally:
-        gateway.close()
-        spawner.reap()
-    return raised.value, time.monotonic() - started
+    error = failing_call(FakeSpawner(behaviour), limits, SessionLog())
+    return error, time.monotonic() - started
 
 
 def test_a_call_that_waits_without_computing_is_not_timed_out_by_its_cpu_limit():

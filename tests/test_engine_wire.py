@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 
-from autograder.engine import executor, messages, protocol, replies
+from autograder.engine import emulated, executor, messages, protocol, replies
 from autograder.engine.messages import CallReply, CallRequest, Failure, ModuleReply, ModuleRequest, Ready
 from autograder.engine.protocol import ProtocolError
 from autograder.gateway import Gateway, ModuleSpec, module_path
@@ -258,7 +258,7 @@ def test_a_reply_that_contradicts_its_call_is_refused():
 
 def on_the_wire_from_the_emulated_device(tensor: torch.Tensor) -> torch.Tensor:
     """A tensor as the wire decodes one the sandbox sent from the emulated device."""
-    return protocol.decode(protocol.encode(tensor.to("emulated"))[protocol.LENGTH.size:])
+    return protocol.decode(protocol.encode(tensor.to(emulated.device()))[protocol.LENGTH.size:])
 
 
 def test_a_result_of_the_emulated_device_is_believed_only_where_the_wire_says_so():

@@ -36,6 +36,9 @@ def uploads(root) -> dict:
     for module in nothing_imports.glob("student/*.py"):
         if module.stem in SPEC.modules:
             module.write_text(module.read_text() + "\ndef unfinished(:\n")
+    spins = write_submission(root / "spins")   # a status the student's code chooses: timeout
+    padding = spins / "student" / "padding.py"
+    padding.write_text(padding.read_text().replace('    """\n', '    """\n    while True:\n        pass\n', 1))
     no_package = root / "no-package.zip"
     with zipfile.ZipFile(no_package, "w") as zf:
         zf.writestr("attention.ipynb", "{}")
@@ -44,6 +47,7 @@ def uploads(root) -> dict:
             "stubs": submit(write_submission(root / "stubs", solution=False), root / "stubs.zip"),
             "syntax-error": submit(syntax_error, root / "syntax-error.zip"),
             "nothing-imports": submit(nothing_imports, root / "nothing-imports.zip"),
+            "spins": submit(spins, root / "spins.zip"),
             "no-package": no_package}
 
 
@@ -60,7 +64,7 @@ def runs(dist, files, tmp_path_factory) -> dict[str, harness.Run]:
         return dict(zip(files, done, strict=True))
 
 
-CASES = ["reference", "stubs", "syntax-error", "nothing-imports", "no-package"]
+CASES = ["reference", "stubs", "syntax-error", "nothing-imports", "no-package", "spins"]
 LATER = gradescope_view.LATER_NOTES["after_published"]
 
 
@@ -113,11 +117,12 @@ def test_an_upload_without_the_package_scores_0_and_says_what_is_missing(runs):
 
 
 def test_hidden_results_are_shown_after_publication_and_stdout_to_instructors_only(runs):
-    for name in CASES:
+    assert runs["spins"].results["extra_data"]["gradebook_row"]["status"] == "timeout"
+    for name in CASES:   # whatever the status, which the student's code chooses
         results = runs[name].results
         assert {t["visibility"] for t in results["tests"]} <= {"after_published"}
         assert results["visibility"] == "after_published" and results["stdout_visibility"] == "hidden"
-    assert "Part 2" not in runs["reference"].results["output"], "the score shows before publication"
+        assert "Part 2" not in results["output"] and "part2" not in results["output"], "scores before publication"
     assert "part2: 30" in runs["reference"].stdout, "the instructors' output lists the parts"
 
 

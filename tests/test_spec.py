@@ -184,3 +184,14 @@ def test_no_two_packages_and_no_two_modules_import_each_other():
 
     cycles = [cycle for module in graph if (cycle := cycle_from(module))]
     assert cycles == []
+
+
+def test_the_consistency_check_knows_every_public_name_of_the_gateway():
+    """A hidden test may use the gateway's own names on `student` (student.run_module, student.second_device):
+    consistency.GATEWAY_NAMES must list each, or the self-check calls them undeclared graded functions."""
+    from autograder import consistency
+    from autograder.gateway import Gateway
+    from autograder.local_gateway import LocalGateway
+    public = {name for name in [*dir(Gateway), *vars(LocalGateway(None))] if not name.startswith("_")}
+    public -= {"note_path", "close", "student", "unloadable", "import_error"}   # not for the hidden tests
+    assert public <= consistency.GATEWAY_NAMES

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import pathlib
 
-from autograder.adversarial import abuse, cheats, escapes, inputs
+from autograder.adversarial import abuse, channels, cheats, escapes, inputs, memory
 from autograder.adversarial.base import Context, Entry
 from autograder.adversarial.expectations import (
     Expectation,
@@ -50,8 +50,8 @@ def entries(root, *, isolated: bool | None = None) -> list[Entry]:
     """Every zoo entry; those that would really hurt an unisolated grader only when isolated (default: as root)."""
     isolated = os.geteuid() == 0 if isolated is None else isolated
     context = Context(pathlib.Path(root).resolve(), markers_folder(root))
-    found = [*CONTROLS, *cheats.entries(context), *abuse.entries(context), *inputs.entries(context),
-             *escapes.entries(context)]
+    found = [*CONTROLS, *cheats.entries(context), *abuse.entries(context), *memory.entries(context),
+             *inputs.entries(context), *escapes.entries(context), *channels.entries(context)]
     return [entry for entry in found if isolated or not entry.needs_root]
 
 

@@ -88,7 +88,7 @@ def _plant_clone(folder: pathlib.Path) -> None:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
 
 
-def _cheat_with(name: str):
+def cheat_with(name: str):
     def write(dest, context: Context):
         hook = "\nfrom ._attack import install as _install_attack\n\n_install_attack(globals())\n"
         write_submission(dest, solution=False, overrides={"__init__.py": stub_init() + hook,
@@ -144,7 +144,7 @@ def entries(context: Context) -> list[Entry]:
         Entry(Expectation("cheat-billion-element-frame", "cheat", "graded",
                           "a 100-byte answer claiming a billion-element tensor, to make the grader allocate 4 GB",
                           score=0.0, message="refused", flag="tampering with the sandbox"),
-              _cheat_with("huge_frame")),
+              cheat_with("huge_frame")),
         Entry(Expectation("escape-outlive-the-sandbox", "abuse", "graded",
                           "System V shared memory and queues, a POSIX queue, files in /run/lock and /dev/shm",
                           baseline="reference", defence="ipc", forbidden_paths=files[:4],

@@ -34,6 +34,8 @@ class Expectation:
     flag: str = ""                           # the row's flags contain this (case-insensitive)
     defence: str = ""                        # the isolation layers that stop it (switched off: it succeeds)
     no_better_than: str | None = None        # its total is at most this row's (a cheat against its honest twin)
+    secret: str = ""                         # appears nowhere: its row, its flags, its results file
+    flag_free: bool = False                  # its row has no flag at all (a flag must mean the student did it)
 
     def problems(self, row: dict | None, baseline_row: dict | None, result: pathlib.Path,
                  twin_row: dict | None = None) -> list[str]:
@@ -48,6 +50,12 @@ class Expectation:
             found.append(f"message {row['message']!r} does not mention {self.message!r}")
         if self.flag and self.flag.lower() not in row.get("flags", "").lower():
             found.append(f"flags {row.get('flags', '')!r} do not mention {self.flag!r}")
+        if self.flag_free and row.get("flags"):
+            found.append(f"flagged although the student did nothing: {row['flags']!r}")
+        if self.secret and any(self.secret.lower() in str(row.get(key, "")).lower() for key in ("message", "flags")):
+            found.append(f"its row contains {self.secret!r}")
+        if self.secret and result.exists() and self.secret.lower() in result.read_text(errors="replace").lower():
+            found.append(f"its results file contains {self.secret!r}")
         if self.baseline is not None:
             found += _compare_parts(row, baseline_row, self.baseline, self.lost_parts)
         if self.no_better_than is not None:

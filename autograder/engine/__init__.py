@@ -4,18 +4,20 @@ Processes (the shape of a zygote sandbox: a warm template, forked, locked down b
 - batch (the command, batch.py): probes the kernel's isolation layers (isolation.probe) while the
   template imports torch, finds submissions, hands them out, writes the gradebook (gradebook.py,
   chart.py; text made safe by sanitize.py). It never imports torch.
-- template (pool.py): forked before the batch reads anything about the class; imports torch and
-  warms it up; forks one worker per submission, so a worker that dies costs only its own
-  submission. Before the second worker it also loads pytest and the emulated second device, so every
-  later process starts warm.
+- template (pool.py): started (fork, then exec of a fresh Python with an environment of its own) before
+  the batch reads anything about the class, so no byte of the grader's environment or command line is in
+  it or in anything it forks; imports torch and warms it up; forks one worker per submission, so a
+  worker that dies costs only its own submission. Before the second worker it also loads pytest and
+  the emulated second device, so every later process starts warm.
 - worker (worker.py): unpacks one submission (submissions.py: no links, no bytecode, every oddity
   an error row), forks its trusted process and, on request, sandboxes (the first one before it is
   asked); when a sandbox ends it makes sure nothing of it is left.
 - trusted (trusted.py): runs pytest on grading_tests with SandboxGateway (client.py) as the
   `student` fixture; times each call by the sandbox's CPU time; checks every answer (replies.py)
   before a test sees it; has rlimits of its own (limits.py); returns an Outcome (outcome.py).
-- sandbox (sandbox.py): applies the run's plan (isolation.py, kernel.py), imports the student's
-  code, answers typed messages (messages.py over protocol.py) by running executor.py; its tripwires
+- sandbox (sandbox.py): applies the run's plan (isolation.py, kernel.py), says `locked` (or `broken`,
+  the engine's failure: only ever first, before any student code runs), imports the student's code,
+  answers typed messages (messages.py over protocol.py) by running executor.py; its tripwires
   (tripwires.py) note escape attempts and tampering for the flags column, never for points. In
   the first worker of a run a second sandbox warms up the second device while the first serves the
   CPU tests, and takes over at the first call on that device (the engine runs those tests last).
@@ -35,10 +37,15 @@ Which layer stops what (isolation.py says how each is applied):
                                                      worker's subreaper sweep
     signals to the grader or other boxes           pid (it sees none); uid; landlock scope (ABI 6)
     network                                        net (no interface); landlock denies TCP (ABI 4)
+    memory held by its processes together          memory: a cgroup per box (memcg.py), the whole box
+                                                     stopped at the limit, its peak in the row
     CPU and wall time, memory, files, processes    limits.py: CPU-time limits measured from outside,
                                                      a wall-clock cap, rlimits, the tmpfs bound
-    forged or oversized answers                    protocol.py: no pickle, sizes checked first;
-                                                     replies.py: facts derived from data
+    forged or oversized answers                    protocol.py: no pickle, sizes checked first, every
+                                                     decoding error a refusal; replies.py: facts derived
+                                                     from data; `broken` refused after `locked`
+    the grader's environment and command line      pool.py: the template is a fresh program
+    text that stops an output file (not UTF-8)     sanitize.valid_text; files.atomic_write
 Clean-up never acts as root on a path a sandbox could write: with private mounts there is nothing
 to clean; otherwise a child that has become the sandbox's user does it.
 """

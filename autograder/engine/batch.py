@@ -10,7 +10,7 @@ import shutil
 import tempfile
 import time
 
-from autograder.engine import gradebook, isolation, processes, submissions
+from autograder.engine import analytics, gradebook, isolation, memcg, processes, submissions
 from autograder.engine.limits import Limits
 from autograder.engine.outcome import Outcome
 from autograder.engine.pool import Template
@@ -23,14 +23,15 @@ SECRETS = (REPO / "grading_tests", REPO / "assignment", REPO / ".git")
 SAFETY_MARGIN = 120.0   # seconds past a worker's own deadline before the batch kills it
 
 
-def isolation_note(plan: isolation.Plan, out: pathlib.Path, paths: list[str], sources: list[str]) -> str:
-    """The run's isolation line. With its own user id per sandbox (root), the repository, the submissions and
-    out/ are also closed to other users; without Landlock that is what keeps the hidden tests away, so the
-    line names anything a stranger could still read."""
+def isolation_note(plan: isolation.Plan, out: pathlib.Path, paths: list[str], sources: list[str],
+                   private: list[str] = ()) -> str:
+    """The run's isolation line. With its own user id per sandbox (root), the repository, the submissions,
+    out/ and the grader's private files are also closed to other users; without Landlock that is what keeps
+    them from the sandboxes, so the line names anything a stranger could still read."""
     note = plan.line()
     if not plan.has("uid"):
         return note
-    closed = [REPO, out, *map(pathlib.Path, paths), *map(pathlib.Path, sources)]
+    closed = [REPO, out, *map(pathlib.Path, [*paths, *sources, *private])]
     for path in closed:
         isolation.hide_from_others(path)
     if plan.has("landlock"):
@@ -40,9 +41,13 @@ def isolation_note(plan: isolation.Plan, out: pathlib.Path, paths: list[str], so
 
 
 def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
-              keep: str | None = None) -> tuple[list[dict], str]:
+              keep: str | None = None, private=(), force=()) -> tuple[list[dict], str]:
     """Grade everything under paths that out/ has no result for yet; returns (all rows, isolation note).
-    keep: a folder that gets, per submission, its trusted-side pytest log and its sandboxes' output."""
+    keep: a folder that gets, per submission, its trusted-side pytest log and its sandboxes' output.
+    private: the grader's own files and folders that no sandbox may read (see isolation_note).
+    A submission already graded in out/ is graded again when its content changed since (the row says so), or
+    when `force` names it (its submission name or its results file's name); raises KeyError for a name in
+    `force` that matches no submission."""
     for raw in paths:
         if not os.path.lexists(raw):
             raise FileNotFoundError(f"{raw}: no such file or folder")
@@ -58,19 +63,40 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         (out / "results").mkdir(parents=True, exist_ok=True)
         done, taken = gradebook.load_done(out)
         found = submissions.discover(paths, taken, staging=exports_root)
-        note = isolation_note(plan, out, list(paths), sorted({s.location for s in found}))
-        rows = [{**done[s.source], **gradebook.identity(s)} for s in found if s.source in done]
-        todo = [s for s in found if s.source not in done]
+        note = isolation_note(plan, out, list(paths), sorted({s.location for s in found}), list(private))
+        contents = {s.source: submissions.fingerprint(s.location) for s in found}
+        again = regrades(found, done, contents, force)
+        todo = [s for s in found if s.source not in done or s.source in again]
+        rows = [{**done[s.source], **gradebook.identity(s)} for s in found if s not in todo]
         progress = Progress(len(todo), len(rows), progress_stream)
-        rows += _grade(template, todo, out, workers, limits, note, list(rows), progress, keep)
+        rows += _grade(template, todo, out, workers, limits, note, list(rows), progress, keep, contents, again)
         progress.close()
     finally:
         template.close()
+        memcg.remove_own_run()   # the run's memory cgroup (the probe made it), with any box group left in it
         _remove_roots(sandbox_root, trusted_root)
         shutil.rmtree(exports_root, ignore_errors=True)
     gradebook.write_csv(out, rows)
     gradebook.write_summary_png(out, rows)
+    analytics.write(out, rows)
     return rows, note
+
+
+def regrades(found, done: dict[str, dict], contents: dict[str, str], force=()) -> dict[str, str]:
+    """source -> why, for each submission already graded that must be graded again: its content changed since
+    (a result from before results remembered content counts as unchanged), or `force` names it."""
+    unknown = set(force) - {s.name for s in found} - {s.slug for s in found}
+    if unknown:
+        raise KeyError(f"--force names no submission here: {', '.join(sorted(unknown))}")
+    again = {}
+    for submission in (s for s in found if s.source in done):
+        earlier = done[submission.source]
+        if submission.name in force or submission.slug in force:
+            again[submission.source] = f"graded again (--force; it scored {earlier['score']:g} before)"
+        elif earlier.get("content") not in (None, contents[submission.source]):
+            again[submission.source] = (f"graded again: the submission changed since it was graded "
+                                        f"(it scored {earlier['score']:g} before)")
+    return again
 
 
 def _remove_roots(sandbox_root: str, trusted_root: str) -> None:
@@ -82,8 +108,9 @@ def _remove_roots(sandbox_root: str, trusted_root: str) -> None:
 
 
 def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier_rows, progress,
-           keep: str | None = None) -> list[dict]:
-    """Run up to `workers` submissions at once; write each result as soon as it is in."""
+           keep: str | None = None, contents=None, again=None) -> list[dict]:
+    """Run up to `workers` submissions at once; write each result as soon as it is in (with the content it was
+    graded on, and why it was graded again, if it was: see regrades)."""
     waiting = collections.deque(todo)
     running = {}   # result fd -> (submission, job)
     rows: list[dict] = []
@@ -92,6 +119,9 @@ def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier
     def record(submission, outcome: Outcome):
         attempts = gradebook.attempts_before(out, submission.slug) + 1 if outcome.engine_failure else 1
         row = gradebook.row_from_outcome(submission, outcome, note, attempts)
+        row["content"] = (contents or {}).get(submission.source)
+        if (again or {}).get(submission.source):
+            row["message"] = "; ".join(filter(None, [again[submission.source], row["message"]]))
         gradebook.write_result(out, row, gradebook.results_document(outcome, row))
         rows.append(row)
         gradebook.write_csv(out, earlier_rows + rows)

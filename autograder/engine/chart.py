@@ -1,4 +1,5 @@
-"""summary.png: the score histogram and, per part, the share of graded submissions with full marks.
+"""The batch's pictures. summary.png: the score histogram and, per part, the share of graded submissions
+with full marks. tests.png: the pass rate of every hidden test, grouped by part, the weakest first.
 
 Drawn with Pillow (its built-in scalable font) rather than a plotting library: the batch draws it
 after the last submission, so what it costs is the grader's wait; here a few milliseconds, where
@@ -98,3 +99,39 @@ def _parts_panel(canvas, font, title_font, rates: list[tuple[str, float]], title
         inside = length > 45
         canvas.text((left + length + (-6 if inside else 6), middle), shown, font=font,
                     fill="white" if inside else INK, anchor="rm" if inside else "lm")
+
+
+TEST_ROW, TEST_LABELS, TEST_BARS = 18, 330, (350, 1040)   # pixels per test, label column, the bars' extent
+PART_COLOURS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C")
+
+
+def draw_tests(bars: list[tuple[int, str, float, int]], title: str) -> bytes:
+    """tests.png as PNG bytes: one bar per (part, test function, pass rate in percent, submissions)."""
+    top = 60
+    height = top + TEST_ROW * max(1, len(bars)) + 50
+    image = Image.new("RGB", (SIZE[0], height), "white")
+    canvas = ImageDraw.Draw(image)
+    font, title_font = ImageFont.load_default(size=12), ImageFont.load_default(size=16)
+    left, right = TEST_BARS
+    bottom = top + TEST_ROW * len(bars)
+    canvas.text((SIZE[0] / 2, 12), title, font=title_font, fill=INK, anchor="mt")
+    for value in range(0, 101, 20):
+        x = left + (right - left) * value / 100
+        canvas.line([(x, top), (x, bottom)], fill=GRID)
+        canvas.text((x, bottom + 6), f"{value}%", font=font, fill=INK, anchor="mt")
+    canvas.text(((left + right) / 2, bottom + 24), "submissions that passed (all of a test's cases together)",
+                font=font, fill=INK, anchor="mt")
+    for index, (part, function, rate, graded) in enumerate(bars):
+        middle = top + TEST_ROW * (index + 0.5)
+        length = (right - left) * max(0.0, min(100.0, rate)) / 100
+        colour = PART_COLOURS[(part - 1) % len(PART_COLOURS)]
+        if length:
+            canvas.rectangle([left + 1, middle - TEST_ROW * 0.35, left + length, middle + TEST_ROW * 0.35], fill=colour)
+        label = f"Part {part}  {function.removeprefix('test_')}"
+        canvas.text((TEST_LABELS, middle), label if len(label) <= 52 else label[:51] + "…", font=font,
+                    fill=INK, anchor="rm")
+        canvas.text((left + length + 5, middle), f"{rate:.0f}% of {graded}", font=font, fill=INK, anchor="lm")
+    canvas.line([(left, top), (left, bottom)], fill=INK)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", optimize=False)
+    return buffer.getvalue()

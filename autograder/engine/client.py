@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from autograder.engine import emulated, messages, processes, protocol, replies, sanitize
 from autograder.engine.limits import Limits
-from autograder.engine.messages import Broken, CallRequest, Failure, ModuleRequest, Ready
+from autograder.engine.messages import Broken, CallRequest, Failure, Locked, ModuleRequest, Ready
 from autograder.gateway import (
     FUNCTIONS,
     MODULE_CLASS,
@@ -106,10 +106,13 @@ class SandboxGateway(Gateway):
 
     # ------------------------------------------------------------------ plumbing
     def _checked(self, label: str, check):
+        """check() reads an answer the sandbox sent: whatever goes wrong in it is that answer's refusal."""
         try:
             return check()
         except protocol.ProtocolError as error:
             self._refuse(label, str(error))
+        except Exception as error:  # noqa: BLE001 - data from the sandbox that the checks did not foresee
+            self._refuse(label, f"an answer the checks could not read ({type(error).__name__})")
 
     def _refuse(self, label: str, why: str):
         """Fail the call over a malformed or forged answer: only code that bypasses the sandbox's own
@@ -202,19 +205,23 @@ class SandboxGateway(Gateway):
         self.cpu_seen = processes.tree_cpu_seconds(self.pid)   # what it did before we asked is not the student's
         self.log.sandboxes += 1
         self.reader = protocol.FrameReader(self.sock, {self.out_fd: self._keep_output})
-        try:
-            ready = messages.decode(self._exchange("import student", None), Ready, Failure, Broken)
+        try:   # what only the engine may say comes first, before any student code runs; then the import's report
+            ready = messages.decode(self._exchange("lock down", None), Locked, Broken)
+            if isinstance(ready, Locked):
+                ready = messages.decode(self._exchange("import student", None), Ready, Failure)
         except StudentError as error:
             if error.type_name == "Timeout":
                 error = StudentError("Timeout", f"importing student did not finish: {error.message}")
             elif error.type_name == "Crashed":
                 error = StudentError("Crashed", "the process ended while importing student (exit or crash at import)")
-            self.log.timeouts = [t for t in self.log.timeouts if t != "import student"]
-            self.log.crashes = [c for c in self.log.crashes if c != "import student"]
+            self.log.timeouts = [t for t in self.log.timeouts if t not in ("lock down", "import student")]
+            self.log.crashes = [c for c in self.log.crashes if c not in ("lock down", "import student")]
             self.log.import_failure = error
             return
-        except protocol.ProtocolError:
-            ready = Failure("ProtocolError", "the sandbox did not report on importing student")
+        except protocol.ProtocolError as error:   # after Locked only student code writes anything else
+            self.log.refusals.append("import student")
+            ready = Failure("ProtocolError", f"the sandbox's report on importing student was refused ({error}): "
+                                             "did the submission write to the grader's socket?")
         if isinstance(ready, Broken):
             self.log.broken = sanitize.printable(ready.reason, limit=500)
         elif isinstance(ready, Failure):

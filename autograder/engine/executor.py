@@ -164,6 +164,14 @@ def plain_result(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.to("cpu", copy=True).contiguous()
 
 
+def _device(device: str, default_device: str | None) -> torch.device:
+    """torch.device(device), the emulated device registered first where a call asks for it (a process that grades on
+    it; never one that runs CUDA, see emulated.install)."""
+    if emulated.NAME in (device.split(":")[0], (default_device or "").split(":")[0]):
+        emulated.install()
+    return torch.device(device)
+
+
 @contextlib.contextmanager
 def defaulting_to(device: str | None):
     """torch's default device during a call (None: leave it): where `device=None` means to create tensors."""
@@ -219,7 +227,7 @@ def execute_call(student, function: str, args=(), kwargs=None, *, device: str = 
     """student.<function>(*args, **kwargs) on copies of the arguments moved to device."""
     if function not in FUNCTIONS:
         raise StudentFailure("ValueError", f"{function} is not a graded function")
-    target = torch.device(device)
+    target = _device(device, default_device)
     args = map_tensors(tuple(args), lambda t: t.detach().to(target).clone())
     kwargs = map_tensors(dict(kwargs or {}), lambda t: t.detach().to(target).clone())
     wants_grad = grad_outputs is not None
@@ -252,7 +260,7 @@ def execute_module(student, *, init_kwargs: dict, state_dict=None, forward_kwarg
     (forward, or another graded method) once with them."""
     if method not in MODULE_METHODS:
         raise ValueError(f"{method!r} is not a graded method of {MODULE_CLASS}")   # the grader's mistake
-    target = torch.device(device)
+    target = _device(device, default_device)
     seen: list[str] = []
     torch.manual_seed(seed)
     try:

@@ -6,11 +6,12 @@ import pathlib
 
 
 def atomic_write(path, content: str | bytes) -> None:
-    """content: text (written as UTF-8) or bytes."""
+    """content: text (written as UTF-8; anything UTF-8 cannot encode, a lone surrogate, as "?") or bytes."""
     path = pathlib.Path(path)
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    binary = isinstance(content, bytes)
-    with open(temporary, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:
+    if isinstance(content, str):   # never a file left unwritten because of one character
+        content = content.encode("utf-8", "replace")
+    with open(temporary, "wb") as handle:
         handle.write(content)
         handle.flush()
         os.fsync(handle.fileno())

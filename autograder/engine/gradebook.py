@@ -5,7 +5,8 @@ it): UTF-8, one header row, plain numbers in the score columns, one row per stud
 name, sid, email (from a Gradescope export; empty otherwise), submission_id (Gradescope's),
 group (for a group submission, all its members, on each member's row), submission (the row's
 submission: a file or folder name, or the students' names), score, max_score, status, message,
-part1 ... part6, isolation, flags.
+part1 ... part6, isolation, flags, peak_memory_mib (the most memory one sandbox's processes held together,
+where the kernel's memory layer measured it; empty elsewhere).
 
 Every file is written to a temporary name and moved into place (os.replace), so a run
 killed half way leaves only complete files; a result file present means "graded". A result
@@ -26,7 +27,7 @@ import unicodedata
 from autograder.engine import chart
 from autograder.engine.files import atomic_write
 from autograder.engine.outcome import Outcome
-from autograder.engine.sanitize import csv_cell, printable
+from autograder.engine.sanitize import csv_cell, printable, valid_text
 from autograder.scoring import PART_POINTS, PART_TITLES, error_results
 
 STATUSES = ("graded", "error", "timeout")
@@ -48,6 +49,7 @@ def row_from_outcome(submission, outcome: Outcome, isolation_note: str, attempts
         "status": outcome.status, "message": printable(outcome.message, limit=500),
         **{f"part{p}": float(parts.get(str(p), 0.0)) for p in PART_POINTS},
         "isolation": isolation_note, "flags": "; ".join(printable(flag, limit=300) for flag in outcome.flags),
+        "peak_memory_mib": round(outcome.peak_memory_bytes / 2**20, 1) if outcome.peak_memory_bytes else "",
         "slug": submission.slug, "source": submission.source, "seconds": outcome.seconds,
         "engine_failure": outcome.engine_failure, "attempts": attempts,
     }
@@ -65,7 +67,7 @@ def results_document(outcome: Outcome, row: dict) -> dict:
 
 
 def write_result(out: pathlib.Path, row: dict, document: dict) -> None:
-    atomic_write(out / "results" / f"{row['slug']}.json", json.dumps(document, indent=1))
+    atomic_write(out / "results" / f"{row['slug']}.json", json.dumps(valid_text(document), indent=1))
 
 
 def load_done(out: pathlib.Path) -> tuple[dict[str, dict], dict[str, str]]:
@@ -104,7 +106,7 @@ STUDENT_COLUMNS = ("name", "sid", "email", "submission_id", "group")
 
 def columns() -> list[str]:
     return [*STUDENT_COLUMNS, "submission", "score", "max_score", "status", "message",
-            *[f"part{p}" for p in PART_POINTS], "isolation", "flags"]
+            *[f"part{p}" for p in PART_POINTS], "isolation", "flags", "peak_memory_mib"]
 
 
 TEXT_COLUMNS = (*STUDENT_COLUMNS, "submission", "message", "isolation", "flags")
@@ -132,17 +134,18 @@ def write_csv(out: pathlib.Path, rows: list[dict]) -> None:
 
 
 def write_summary_png(out: pathlib.Path, rows: list[dict]) -> None:
+    """The histogram of the graded rows' scores: an error row (nothing could be graded) is not a zero."""
     graded = [r for r in rows if r["status"] != "error"]
     rates = [(f"{p}. {PART_TITLES[p]}",
               100 * sum(r[f"part{p}"] >= PART_POINTS[p] - 1e-6 for r in graded) / max(1, len(graded)))
              for p in PART_POINTS]
-    atomic_write(out / "summary.png", chart.draw([r["score"] for r in rows],
-                                                 f"Scores ({len(rows)} submissions, {len(rows) - len(graded)} errors)",
-                                                 rates, "Full marks per part"))
+    title = f"Scores ({len(graded)} graded; {len(rows) - len(graded)} errors not counted)"
+    atomic_write(out / "summary.png", chart.draw([r["score"] for r in graded], title, rates, "Full marks per part"))
 
 
-def table(rows: list[dict], limit: int = 20) -> str:
-    """A short closing table: status counts, score statistics, mean per part, flags, the first rows."""
+def table(rows: list[dict], limit: int = 20, most_failed=()) -> str:
+    """A short closing table: status counts, score statistics, mean per part, flags, the tests the most submissions
+    failed (most_failed: analytics.TestStat), then the rows: every error and timeout first, then by name."""
     if not rows:
         return "no submissions"
     scores = [r["score"] for r in rows]
@@ -155,11 +158,16 @@ def table(rows: list[dict], limit: int = 20) -> str:
                                         for p in PART_POINTS),
              f"flags: {len(flagged)} submission(s) flagged for a look (the flags column of grades.csv)"
              + (": " + ", ".join(printable(r["submission"], limit=40) for r in flagged[:5]) if flagged else "")
-             + (" ..." if len(flagged) > 5 else ""), ""]
+             + (" ..." if len(flagged) > 5 else "")]
+    if most_failed:
+        lines.append("most failed tests (tests.csv, tests.png):")
+        lines += [f"  Part {s.part} {shorten(printable(s.test), 60):<60} failed by {s.failed} of {s.graded}"
+                  for s in most_failed]
+    lines.append("")
     names = {id(r): printable(r["submission"]) for r in rows}
     width = max(len("submission"), min(NAME_WIDTH, max(display_width(name) for name in names.values())))
     lines.append(f"{fit('submission', width)}  {'score':>8}  {'status':<8}  message")
-    for row in sorted(rows, key=lambda r: r["submission"].lower())[:limit]:
+    for row in sorted(rows, key=lambda r: (r["status"] == "graded", r["submission"].lower()))[:limit]:
         lines.append(f"{fit(names[id(row)], width)}  {row['score']:>8.2f}  {row['status']:<8}  "
                      f"{shorten(printable(row['message']), MESSAGE_WIDTH)}".rstrip())
     if len(rows) > limit:

@@ -18,6 +18,10 @@ what each one stops:
   the hidden tests, no grader output; no TCP; from ABI 6, no signal leaves the box.
 - uid: as root, a fresh user id per submission: no file of another user is writable, no process
   of another user can be signalled, and kill(-1) as that uid ends exactly its processes.
+- memory: a memory cgroup per box (memcg.py, v1 or v2), joined first thing in enter(): the limit
+  holds for all the box's processes together (RLIMIT_AS only bounds each one), no swap, and at the
+  limit the whole box is stopped. Missing where the grader's cgroup cannot be written or (v2) cannot
+  give its children the memory controller; each process then keeps only its RLIMIT_AS.
 
 Without root, the namespaces come through a user namespace where the kernel allows one (the box
 keeps the grader's user id outside it: the uid layer is missing, the others keep it in). Each
@@ -36,12 +40,12 @@ import shutil
 import socket
 import stat
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from autograder.engine import kernel, processes
+from autograder.engine import kernel, memcg, processes
 from autograder.engine.limits import Limits, apply_sandbox_limits
 
-LAYERS = ("pid", "ipc", "net", "mnt", "landlock", "uid")
+LAYERS = ("pid", "ipc", "net", "mnt", "landlock", "uid", "memory")
 NAMESPACES = {"pid": kernel.CLONE_NEWPID, "ipc": kernel.CLONE_NEWIPC, "net": kernel.CLONE_NEWNET,
               "mnt": kernel.CLONE_NEWNS}
 DISABLE_ENV = "AUTOGRADER_SANDBOX_LAYERS_OFF"
@@ -67,6 +71,8 @@ class Plan:
     missing: tuple[tuple[str, str], ...] = ()    # (layer, why)
     userns: bool = False                         # namespaces through a user namespace (not root)
     landlock_abi: int = 0
+    memory_group: str = ""      # memory layer: the run's cgroup, where the worker makes one group per box
+    memory_box: str = ""        # in a sandbox's own copy of the plan (for_box): its box's group, joined by enter()
 
     def has(self, layer: str) -> bool:
         return layer in self.held
@@ -81,20 +87,25 @@ class Plan:
 
     def to_json(self) -> str:
         return json.dumps({"held": self.held, "missing": self.missing, "userns": self.userns,
-                           "landlock_abi": self.landlock_abi})
+                           "landlock_abi": self.landlock_abi, "memory_group": self.memory_group,
+                           "memory_box": self.memory_box})
 
     @classmethod
     def from_json(cls, text: str) -> Plan:
         data = json.loads(text)
         return cls(tuple(data["held"]), tuple(tuple(m) for m in data["missing"]), bool(data["userns"]),
-                   int(data["landlock_abi"]))
+                   int(data["landlock_abi"]), str(data.get("memory_group", "")), str(data.get("memory_box", "")))
+
+    def for_box(self, box: Box) -> Plan:
+        """The plan as one sandbox applies it: with its own memory group, which enter() joins first. (sandbox.run
+        hands enter() the plan alone, so the box's group travels in it.)"""
+        return replace(self, memory_box=box.memory_group)
 
     def without(self, failures: list[tuple[str, str]]) -> Plan:
         failed = dict(failures)
         missing = sorted([*self.missing, *((layer, failed[layer]) for layer in LAYERS if layer in failed)],
                          key=lambda pair: LAYERS.index(pair[0]))
-        return Plan(tuple(layer for layer in self.held if layer not in failed), tuple(missing), self.userns,
-                    self.landlock_abi)
+        return replace(self, held=tuple(layer for layer in self.held if layer not in failed), missing=tuple(missing))
 
 
 @dataclass(frozen=True)
@@ -104,6 +115,7 @@ class Box:
     scratch: str              # without private mounts: the box's one writable folder on the host
     uid: int | None           # its own user id (root only)
     limits: Limits = field(default_factory=Limits)
+    memory_group: str = ""    # memory layer: its own cgroup (the worker's; "" if it could not be made)
 
     def view(self, plan: Plan) -> tuple[str, str]:
         """(the submission's path, the home folder) as the box sees them."""
@@ -156,6 +168,14 @@ def probe(scratch_parent: str) -> Plan:
     plan = candidate_plan()
     if not plan.held:
         return plan
+    box_group = ""
+    if plan.has("memory"):   # the run's group (kept for the run) and a throwaway box group in it for the probe
+        try:
+            plan = replace(plan, memory_group=memcg.create_run())
+            box_group = memcg.create_box(plan.memory_group, memcg.BOX_PREFIX + "probe", Limits().memory_bytes,
+                                         watched=False)
+        except OSError as error:
+            plan = plan.without([("memory", error.strerror or str(error))])
     bait = os.path.join(scratch_parent, "probe-bait")          # readable by all: only Landlock can hide it
     with open(bait, "w") as handle:
         handle.write("a file outside the box's allowlist\n")
@@ -170,7 +190,8 @@ def probe(scratch_parent: str) -> Plan:
         code = 0
         try:
             os.close(read_end)
-            failures = _probe_child(plan, Box(submission, scratch, uid), bait)
+            box = Box(submission, scratch, uid, memory_group=box_group)
+            failures = _probe_child(plan.for_box(box), box, bait)
             os.write(write_end, json.dumps(failures).encode())
         except BaseException:  # noqa: BLE001 - the parent reads no answer and reports every layer as failed
             code = 1
@@ -183,11 +204,18 @@ def probe(scratch_parent: str) -> Plan:
     clean_folder(scratch, uid)
     os.unlink(bait)
     os.rmdir(submission)
+    if box_group:
+        with contextlib.suppress(OSError):
+            memcg.remove(box_group)
     try:
         failures = [tuple(f) for f in json.loads(answer)]
     except ValueError:
         failures = [(layer, "the probe died while applying it") for layer in plan.held]
-    return plan.without(failures)
+    plan = plan.without(failures)
+    if plan.memory_group and not plan.has("memory"):
+        memcg.remove_run(plan.memory_group)
+        plan = replace(plan, memory_group="")
+    return plan
 
 
 def _probe_child(plan: Plan, box: Box, bait: str) -> list[tuple[str, str]]:
@@ -200,6 +228,7 @@ def _probe_child(plan: Plan, box: Box, bait: str) -> list[tuple[str, str]]:
         "uid": lambda: os.getuid() == box.uid,
         "landlock": lambda: not _readable(bait),
         "mnt": lambda: _size(BOX_TMP) == box.limits.scratch_bytes and _writable(BOX_HOME),
+        "memory": lambda: memcg.member(box.memory_group),   # the kernel counts this process in the box's group
     }
     failed = {layer for layer, _ in failures}
     for layer, check in checks.items():
@@ -232,9 +261,17 @@ def _writable(folder: str) -> bool:
 # ---------------------------------------------------------------- applying the layers
 
 def enter(plan: Plan, *, strict: bool = True) -> list[tuple[str, str]]:
-    """Enter the plan's namespaces; with a PID namespace, fork its init and return in it (the parent stays
-    behind as the box's keeper and never returns). Returns the layers that failed (strict: raises)."""
+    """Join the box's memory cgroup, then enter the plan's namespaces; with a PID namespace, fork its init and
+    return in it (the parent stays behind as the box's keeper and never returns). Returns the layers that
+    failed (strict: raises)."""
     failures: list[tuple[str, str]] = []
+    if plan.has("memory"):   # first, while still the grader's user: all the box ever starts is inside the group
+        try:
+            memcg.join(plan.memory_box)
+        except OSError as error:
+            if strict:
+                raise IsolationError(error.errno, f"memory: {error.strerror or error}") from None
+            failures.append(("memory", error.strerror or str(error)))
     wanted = [layer for layer in NAMESPACES if plan.has(layer)]
     if not wanted:
         return failures
@@ -246,7 +283,7 @@ def enter(plan: Plan, *, strict: bool = True) -> list[tuple[str, str]]:
         except OSError as error:
             if strict:
                 raise IsolationError(error.errno, f"user namespace: {error}") from None
-            return [(layer, "user namespaces " + _why(error)) for layer in wanted]
+            return failures + [(layer, "user namespaces " + _why(error)) for layer in wanted]
     for layer in wanted:
         try:
             kernel.unshare(NAMESPACES[layer])

@@ -22,7 +22,9 @@ class Limits:
     call_timeout: float = SPEC.settings.call_timeout    # CPU seconds per call into student code (and per import)
     wall_factor: float = 6.0            # a call may take this many times call_timeout of wall-clock time
     budget: float = SPEC.settings.budget                # CPU seconds of student code per submission
-    memory_bytes: int = int(SPEC.settings.memory_gb * 2**30)   # address space of each sandbox process (RLIMIT_AS)
+    # Each sandbox process's address space (RLIMIT_AS) and, where the memory layer holds, all of a box's
+    # processes together (its memory cgroup, memcg.py): forked children share one limit.
+    memory_bytes: int = int(SPEC.settings.memory_gb * 2**30)
     scratch_bytes: int = 256 << 20      # the box's private tmpfs: its scratch folder, /tmp, /var/tmp, /dev/shm
     ipc_bytes: int = 64 << 20           # System V shared memory in the box's own IPC namespace
     max_processes: int = 32             # processes and threads of the sandbox's user (RLIMIT_NPROC)

@@ -29,7 +29,17 @@ class Message:
 
 
 def decode(value, *allowed: type[Message]) -> Message:
-    """The message a frame's value holds, if it is one of the allowed kinds with well-typed fields."""
+    """The message a frame's value holds, if it is one of the allowed kinds with well-typed fields. Raises
+    ProtocolError, and nothing else, whatever the value."""
+    try:
+        return _decode(value, allowed)
+    except ProtocolError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a value from a sandbox: any other failure is a refusal as well
+        raise ProtocolError(f"an unreadable message ({type(error).__name__})") from None
+
+
+def _decode(value, allowed) -> Message:
     if type(value) is not dict or type(value.get("kind")) is not str:
         raise ProtocolError("not a message")
     kinds = {cls.KIND: cls for cls in allowed}
@@ -106,8 +116,17 @@ class Ready(Message):
 
 
 @dataclass
+class Locked(Message):
+    """The sandbox has locked itself down (its first frame, before any student code runs). From then on the student's
+    code can write to the socket too, so a Broken after it is a forgery, never the engine's word."""
+    KIND: ClassVar[str] = "locked"
+    FIELDS: ClassVar[dict] = {}
+
+
+@dataclass
 class Broken(Message):
-    """The sandbox could not lock itself down as the run's plan says: the engine's failure, never the student's."""
+    """The sandbox could not lock itself down as the run's plan says: the engine's failure, never the student's.
+    Only ever the first frame (instead of Locked), sent before any student code runs."""
     KIND: ClassVar[str] = "broken"
     FIELDS: ClassVar[dict] = {"reason": str}
     reason: str

@@ -20,6 +20,7 @@ class Outcome:
     engine_failure: bool = False              # the engine's fault, not the student's: a later run grades it again
     flags: list[str] = field(default_factory=list)   # for the instructor: escape attempts, tampering, bytecode
     seconds: float = 0.0
+    peak_memory_bytes: int = 0                # memory layer: the most one sandbox's processes held together
 
     def __post_init__(self):
         if self.status not in STATUSES:

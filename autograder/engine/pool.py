@@ -1,27 +1,47 @@
 """Grading processes for a batch: a clean template forks one worker per submission.
 
-The template is forked before the batch reads anything about the class (names, sources,
-earlier scores), so a worker (and every sandbox it forks) holds nothing about other
-students in memory. The batch itself never imports torch: the template does, and warms
-itself up, while the batch probes the kernel's layers and reads the class. One process per
-submission also means a worker that dies takes only its own submission with it: the
-batch sees the result pipe close without an outcome.
+The template is a new program (fork, then exec of a fresh Python with an environment and a command
+line of its own), started before the batch reads anything about the class (names, sources, earlier
+scores): a worker, and every sandbox it forks, holds nothing about other students in memory, and
+nothing of the grader's environment or command line either (a forked copy of the batch would keep
+both on its stack, readable in /proc/self/environ and /proc/self/cmdline, tokens and paths among
+them). What the template needs (the module path and the run's settings) it reads from its socket.
+The batch itself never imports torch: the template does, and warms itself up, while the batch probes
+the kernel's layers and reads the class. One process per submission also means a worker that dies
+takes only its own submission with it: the batch sees the result pipe close without an outcome.
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import struct
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from autograder.engine import isolation, processes
+from autograder.engine.limits import Limits
 from autograder.engine.outcome import Outcome
 from autograder.engine.run_settings import Settings
 
 PID = struct.Struct("!q")
 PLAN_LENGTH = struct.Struct("!I")
+# The template's whole command line besides the interpreter: it reads the rest from its socket (argv[1]).
+BOOT = ("import json, socket, struct, sys\n"
+        "control = socket.socket(fileno=int(sys.argv[1]))\n"
+        "(size,) = struct.unpack('!I', control.recv(4, socket.MSG_WAITALL))\n"
+        "boot = json.loads(control.recv(size, socket.MSG_WAITALL))\n"
+        "sys.path[:] = boot['path']\n"
+        "from autograder.engine.pool import start_template\n"
+        "start_template(control, boot)\n")
+# The template's environment: nothing of the grader's but the library path, which torch may need to load.
+KEPT_VARIABLES = ("LD_LIBRARY_PATH",)
+
+
+def template_environment() -> dict[str, str]:
+    kept = {name: os.environ[name] for name in KEPT_VARIABLES if name in os.environ}
+    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **kept}
 
 
 @dataclass
@@ -51,9 +71,16 @@ class Template:
         parent = os.getpid()
         self.pid = os.fork()
         if self.pid == 0:
-            self.control.close()
-            _template_main(theirs, settings, parent)
+            try:
+                self.control.close()
+                os.set_inheritable(theirs.fileno(), True)
+                os.execve(sys.executable, [sys.executable, "-c", BOOT, str(theirs.fileno())], template_environment())
+            finally:
+                os._exit(1)   # the batch notices the closed socket
         theirs.close()
+        boot = json.dumps({"path": sys.path, "parent": parent, "limits": asdict(settings.limits),
+                           "sandbox_root": settings.sandbox_root, "trusted_root": settings.trusted_root}).encode()
+        self.control.sendall(PLAN_LENGTH.pack(len(boot)) + boot)
 
     def set_plan(self, plan: isolation.Plan) -> None:
         data = plan.to_json().encode()
@@ -78,6 +105,12 @@ class Template:
         self.control.close()
         os.kill(self.pid, signal.SIGKILL)
         os.waitpid(self.pid, 0)
+
+
+def start_template(control: socket.socket, boot: dict) -> None:
+    """The template program's entry (BOOT): the run's settings from the batch, then the template's loop."""
+    settings = Settings(Limits(**boot["limits"]), None, boot["sandbox_root"], boot["trusted_root"])
+    _template_main(control, settings, boot["parent"])
 
 
 def _template_main(control: socket.socket, settings: Settings, parent: int) -> None:

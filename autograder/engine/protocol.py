@@ -119,7 +119,17 @@ def wire_device(tensor: torch.Tensor) -> str:
 # ---------------------------------------------------------------- decoding (checks before allocating)
 
 def decode(body: bytes):
-    """The value held by one frame's body (without its 8-byte length). Raises ProtocolError."""
+    """The value held by one frame's body (without its 8-byte length). Raises ProtocolError, and nothing else,
+    whatever the bytes: a frame the checks below did not foresee (a dtype given as a list, say) is refused too."""
+    try:
+        return _decode(body)
+    except ProtocolError:
+        raise
+    except Exception as error:  # noqa: BLE001 - hostile bytes: any other failure is a refusal as well
+        raise ProtocolError(f"an undecodable frame ({type(error).__name__})") from None
+
+
+def _decode(body: bytes):
     if len(body) < HEADER_LENGTH.size:
         raise ProtocolError("a frame too short to hold a header")
     (header_size,) = HEADER_LENGTH.unpack_from(body)

@@ -15,6 +15,7 @@ import os
 import pathlib
 import socket
 import sys
+import tempfile
 
 import torch
 
@@ -145,11 +146,13 @@ def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan, *, 
         except OSError as error:
             sock.sendall(messages.Broken(f"the sandbox could not apply {plan.line()!r}: {error}").encode())
             return
+        sock.sendall(messages.Locked().encode())   # the engine's last word: student code may write here from now on
         os.chdir(home)
         os.umask(0o077)
         os.environ.clear()
         os.environ.update({"PATH": "/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
                            "OMP_NUM_THREADS": "1"})
+        tempfile.tempdir = None   # chosen again from TMPDIR: the template's choice may be a folder the box cannot use
         executor.disable_compilation()
         sys.dont_write_bytecode = True
         sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - for good

