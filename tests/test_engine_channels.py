@@ -73,7 +73,7 @@ def test_a_forked_copy_of_the_grader_shows_its_environment_in_proc(tmp_path):
 
 def test_the_template_is_a_fresh_program_with_none_of_the_graders_environment():
     from autograder.engine import pool
-    assert set(pool.template_environment()) <= {"PATH", "LANG", *pool.KEPT_VARIABLES}
+    assert set(pool.template_environment()) <= {"PATH", "LANG", *pool.NO_GPU, *pool.KEPT_VARIABLES}
     assert "--out" not in pool.BOOT and "--workers" not in pool.BOOT
 
 
@@ -196,3 +196,24 @@ def test_without_landlock_a_private_file_of_the_grader_is_closed_to_the_sandboxe
     assert str(secret) not in proc.stdout.split("isolation:")[-1]   # not named as still readable
     assert pathlib.Path(secret).stat().st_mode & 0o007 == 0
     shutil.rmtree(gradescope)
+
+
+# ---------------------------------------------------------------- 7 flags the student did not earn
+
+def test_a_file_opened_by_the_library_is_not_the_students_escape_attempt(tmp_path):
+    """torch 2.11 reads /proc/sys/kernel/random/boot_id while it compiles (seen in a sandbox on an H100): a flag
+    must mean the student's code asked, directly or through Python's own library (pathlib), not a library."""
+    student, library = tmp_path / "student", tmp_path / "site-packages"
+    student.mkdir()
+    library.mkdir()
+    (student / "attack.py").write_text("import pathlib\ndef run():\n    pathlib.Path('/etc/hostname').exists()\n"
+                                       "    open('/etc/hostname').close()\n")
+    (library / "torchish.py").write_text("def run():\n    open('/etc/hostname').close()\n")
+    probe = (f"import sys, torch; sys.dont_write_bytecode = True; sys.path[:0] = [{str(student)!r}, {str(library)!r}]\n"
+             "from autograder.engine.tripwires import Tripwires\n"
+             f"wires = Tripwires({str(student)!r}, [], {{}}); wires.install()\n"
+             "import torchish; torchish.run(); print('library:', wires.drain())\n"
+             "import attack; attack.run(); print('student:', wires.drain())\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120,
+                         cwd=REPO).stdout.splitlines()
+    assert out == ["library: []", "student: ['escape attempt: open /etc/hostname']"]

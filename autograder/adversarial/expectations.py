@@ -36,11 +36,16 @@ class Expectation:
     no_better_than: str | None = None        # its total is at most this row's (a cheat against its honest twin)
     secret: str = ""                         # appears nowhere: its row, its flags, its results file
     flag_free: bool = False                  # its row has no flag at all (a flag must mean the student did it)
+    needs_layer: str = ""                    # the one layer that can stop it: where the run's isolation line says
+                                             # the kernel would not give it, only that honesty is required
 
     def problems(self, row: dict | None, baseline_row: dict | None, result: pathlib.Path,
                  twin_row: dict | None = None) -> list[str]:
         if row is None:
             return [f"{self.name}: no row in grades.csv"]
+        missing = f"no {self.needs_layer} (" in row.get("isolation", "")
+        if self.needs_layer and missing and f"no {self.needs_layer} (switched off" not in row["isolation"]:
+            return []   # the row says the kernel would not give the layer: nothing else can be promised
         found = []
         if row["status"] != self.status:
             found.append(f"status {row['status']!r}, expected {self.status!r} (message: {row['message']})")

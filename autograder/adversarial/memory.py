@@ -80,5 +80,5 @@ def entries(_context: Context) -> list[Entry]:
     body = FILL.replace("{", "{{").replace("}", "}}")   # abusive() runs it through str.format: no fields of its own
     return [Entry(Expectation(NAME, "abuse", "graded", "forks 3 children that each fill over half the memory limit: "
                               "the box is stopped at the limit for all its processes together",
-                              baseline="reference", lost_parts=(3,), flag=FLAG),
+                              baseline="reference", lost_parts=(3,), flag=FLAG, needs_layer="memory"),
                   abusive("heads.py", "merge_heads", body), needs_root=True)]

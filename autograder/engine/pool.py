@@ -37,11 +37,15 @@ BOOT = ("import json, socket, struct, sys\n"
         "start_template(control, boot)\n")
 # The template's environment: nothing of the grader's but the library path, which torch may need to load.
 KEPT_VARIABLES = ("LD_LIBRARY_PATH",)
+# The engine's processes run on the CPU (a sandbox opens no GPU device file): CUDA hidden from torch, so that on a
+# GPU machine torch.cuda.is_available() is simply False there, not an error of a driver it cannot reach (seen on
+# an H100: torch.compile's import failed that way in the sandbox).
+NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}
 
 
 def template_environment() -> dict[str, str]:
     kept = {name: os.environ[name] for name in KEPT_VARIABLES if name in os.environ}
-    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **kept}
+    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **NO_GPU, **kept}
 
 
 @dataclass

@@ -21,6 +21,7 @@ import torch
 
 from autograder.engine import emulated, executor, isolation, messages, processes, protocol, tripwires
 from autograder.engine.messages import CallReply, CallRequest, Failure, ModuleReply, Ready
+from autograder.engine.pool import NO_GPU
 from autograder.paths import REPO
 
 _SELF = sys.modules[__name__]   # kept: the project's entries of sys.modules are dropped before student code runs
@@ -150,8 +151,10 @@ def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan, *, 
         os.chdir(home)
         os.umask(0o077)
         os.environ.clear()
+        # USER and LOGNAME: the box's user id is in no password database, and code that asks who runs it
+        # (getpass.getuser(), which torch.compile's caches call in torch 2.11) must get an answer, not a KeyError.
         os.environ.update({"PATH": "/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
-                           "OMP_NUM_THREADS": "1"})
+                           "OMP_NUM_THREADS": "1", "USER": "sandbox", "LOGNAME": "sandbox", **NO_GPU})
         tempfile.tempdir = None   # chosen again from TMPDIR: the template's choice may be a folder the box cannot use
         executor.disable_compilation()
         sys.dont_write_bytecode = True
