@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from autograder.engine import isolation, processes
 from autograder.engine.limits import Limits
 from autograder.engine.outcome import Outcome
-from autograder.engine.run_settings import Settings
+from autograder.engine.run_settings import NO_GPU, Settings
 
 PID = struct.Struct("!q")
 PLAN_LENGTH = struct.Struct("!I")
@@ -37,10 +37,6 @@ BOOT = ("import json, socket, struct, sys\n"
         "start_template(control, boot)\n")
 # The template's environment: nothing of the grader's but the library path, which torch may need to load.
 KEPT_VARIABLES = ("LD_LIBRARY_PATH",)
-# The engine's processes run on the CPU (a sandbox opens no GPU device file): CUDA hidden from torch, so that on a
-# GPU machine torch.cuda.is_available() is simply False there, not an error of a driver it cannot reach (seen on
-# an H100: torch.compile's import failed that way in the sandbox).
-NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}
 
 
 def template_environment() -> dict[str, str]:

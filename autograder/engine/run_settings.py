@@ -10,6 +10,11 @@ from dataclasses import dataclass
 from autograder.engine import isolation
 from autograder.engine.limits import Limits
 
+# The engine's processes run on the CPU (a sandbox opens no GPU device file): CUDA hidden from torch, so that on a
+# GPU machine torch.cuda.is_available() is simply False there, not an error of a driver it cannot reach (seen on
+# an H100). Set in the template's environment (pool.py) and again in each sandbox's (sandbox.py).
+NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}
+
 
 @dataclass(frozen=True)
 class Settings:

@@ -21,7 +21,7 @@ import torch
 
 from autograder.engine import emulated, executor, isolation, messages, processes, protocol, tripwires
 from autograder.engine.messages import CallReply, CallRequest, Failure, ModuleReply, Ready
-from autograder.engine.pool import NO_GPU
+from autograder.engine.run_settings import NO_GPU
 from autograder.paths import REPO
 
 _SELF = sys.modules[__name__]   # kept: the project's entries of sys.modules are dropped before student code runs
