@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pathlib
 import sys
 
 from autograder.engine.limits import Limits
@@ -59,7 +58,7 @@ def main(argv=None) -> int:
     limits = Limits(call_timeout=args.timeout, budget=args.budget, memory_bytes=int(args.memory_gb * 2**30))
     from autograder.engine import analytics, batch, gradebook, submissions
     try:
-        rows, note = batch.grade_all(args.paths, args.out, workers=args.workers, limits=limits, keep=args.keep,
+        rows, note, tests = batch.grade_all(args.paths, args.out, workers=args.workers, limits=limits, keep=args.keep,
                                      private=args.private, force=args.force)
     except (FileNotFoundError, KeyError) as error:
         print(f"grade: {error.args[0] if isinstance(error, KeyError) else error}", file=sys.stderr)
@@ -71,8 +70,7 @@ def main(argv=None) -> int:
         print(f"\ngrade: interrupted; what was graded is kept in {args.out}: run the same command again to finish",
               file=sys.stderr)
         return 130
-    failed_most = analytics.most_failed(analytics.class_tests(pathlib.Path(args.out), rows))
-    print(gradebook.table(rows, most_failed=failed_most))
+    print(gradebook.table(rows, most_failed=analytics.most_failed(tests)))
     print(f"\nisolation: {note}")
     print(f"wrote {os.path.join(args.out, 'grades.csv')}, {os.path.join(args.out, 'results')}/, "
           f"{os.path.join(args.out, 'summary.png')}, {os.path.join(args.out, 'tests.csv')} and tests.png")

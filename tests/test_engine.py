@@ -36,6 +36,7 @@ from autograder.adversarial import (
 from autograder.engine import isolation
 from autograder.paths import REPO
 from autograder.scoring import PART_POINTS
+from tests import grading_command
 
 pytestmark = pytest.mark.slow
 
@@ -46,10 +47,9 @@ ALL_LAYERS = "isolated: pid ipc net mnt landlock uid memory"
 
 
 def grade(*args, timeout: float = 600, layers_off: str = "") -> subprocess.CompletedProcess:
-    """python -m autograder grade ARGS, from the repository, as a grader runs it (layers_off: switched off)."""
-    env = {**os.environ, isolation.DISABLE_ENV: layers_off, channels.SECRET_VARIABLE: channels.SECRET}
-    return subprocess.run([sys.executable, "-m", "autograder", "grade", *map(str, args)], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    """The batch command, with the zoo's secret in the grader's environment (for its reader of environments)."""
+    return grading_command.grade(*args, env={channels.SECRET_VARIABLE: channels.SECRET}, layers_off=layers_off,
+                                 timeout=timeout)
 
 
 def clean_up_after(expectations: list[Expectation]) -> None:

@@ -28,9 +28,9 @@ from autograder.engine.outcome import Outcome
 from autograder.paths import REPO
 from autograder.samples import write_submission
 from tests.fake_sandbox import FakeSpawner, failing_call
+from tests.grading_command import grade
 
 LONE = os.fsdecode(b"not-utf8-\xff")   # how Python decodes a file name of bytes that are not UTF-8
-
 
 # ---------------------------------------------------------------- 1 text that no UTF-8 writer accepts
 
@@ -149,11 +149,6 @@ def _replace_somewhere(tree, oddities, rng) -> None:
 
 # ---------------------------------------------------------------- 8 the grader's TMPDIR, 9 its private files
 
-def grade(*args, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autograder", "grade", *map(str, args)], cwd=REPO,
-                          capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="the sandboxes get their own user id only as root")
 @pytest.mark.parametrize("mode", [0o755, 0o1777], ids=["closed-to-others", "world-writable"])
@@ -182,10 +177,9 @@ def test_without_landlock_a_private_file_of_the_grader_is_closed_to_the_sandboxe
               "except OSError:\n    _text = ''\nif _text:\n    raise RuntimeError('read: ' + _text)\n")
     init = (REPO / "student" / "__init__.py").read_text() + reader
     write_submission(tmp_path / "class" / "reader", overrides={"__init__.py": init})
-    off = {"AUTOGRADER_SANDBOX_LAYERS_OFF": "landlock,mnt"}
 
     def status(out, *extra):
-        proc = grade(tmp_path / "class", "--out", tmp_path / out, "--workers", "1", *extra, env=off)
+        proc = grade(tmp_path / "class", "--out", tmp_path / out, "--workers", "1", *extra, layers_off="landlock,mnt")
         (row,) = csv.DictReader((tmp_path / out / "grades.csv").open())
         return row, proc
     row, _proc = status("open")   # the attack, without --private: the file is read

@@ -22,6 +22,7 @@ from autograder.adversarial.base import Context
 from autograder.engine import isolation, memcg
 from autograder.paths import REPO
 from autograder.samples import write_submission
+from tests.grading_command import grade
 
 
 def _unavailable() -> str:
@@ -167,12 +168,6 @@ def test_a_run_leaves_no_group_behind_when_its_process_ends():
 
 
 # ---------------------------------------------------------------- graded: the defence on, then off
-
-def grade(*args, layers_off: str = "") -> subprocess.CompletedProcess:
-    env = {**os.environ, isolation.DISABLE_ENV: layers_off}
-    return subprocess.run([sys.executable, "-m", "autograder", "grade", *map(str, args)], cwd=REPO,
-                          capture_output=True, text=True, timeout=600, env=env)
-
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):

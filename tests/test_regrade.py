@@ -6,20 +6,18 @@ import csv
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 from autograder.engine import submissions
-from autograder.paths import REPO
 from autograder.samples import write_submission
+from tests import grading_command
 
 pytestmark = pytest.mark.slow
 
 
 def grade(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autograder", "grade", *map(str, args), "--workers", "2"],
-                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    return grading_command.grade(*args, "--workers", "2")
 
 
 def rows(out) -> dict[str, dict]:

@@ -15,22 +15,13 @@ class 2 has something to find.
 """
 from __future__ import annotations
 
-from autograder.adversarial.base import Context, Entry, payload
-from autograder.adversarial.escapes import cheat_with
+from autograder.adversarial.base import Context, Entry
+from autograder.adversarial.escapes import at_import, cheat_with
 from autograder.adversarial.expectations import Expectation
-from autograder.paths import STUDENT_DIR
 from autograder.samples import reference_source, write_submission
 
 SECRET_VARIABLE = "AUTOGRADER_ZOO_SECRET"
 SECRET = "course-token-6f1d2c"   # stands for the tokens and paths a grader's environment holds
-RUN_AT_IMPORT = "\nfrom ._attack import run as _run_attack\n\n_run_attack()\n"
-
-
-def _at_import(name: str):
-    def write(dest, context: Context):
-        init = (STUDENT_DIR / "__init__.py").read_text() + RUN_AT_IMPORT
-        write_submission(dest, overrides={"__init__.py": init, "_attack.py": payload(name, context, secret=SECRET)})
-    return write
 
 
 def _printing_and_compiled(dest, _context: Context) -> None:
@@ -44,15 +35,16 @@ def entries(_context: Context) -> list[Entry]:
     return [
         Entry(Expectation("spoil-text-that-is-not-utf-8", "abuse", "graded",
                           "opens and imports names of bytes that are not UTF-8 (lone surrogates in the notes): the "
-                          "gradebook is written all the same", score=100.0), _at_import("non_utf8_path")),
+                          "gradebook is written all the same", score=100.0),
+              at_import("non_utf8_path", solution=True)),
         Entry(Expectation("escape-read-the-graders-environment", "abuse", "graded",
                           "reads /proc/self/environ and /proc/self/cmdline for the grader's secrets and command line; "
                           "found, it would fail its import with them", score=100.0, secret=SECRET),
-              _at_import("read_environment")),
+              at_import("read_environment", solution=True, secret=SECRET)),
         Entry(Expectation("cheat-forge-the-graders-failure", "cheat", "error",
                           "writes the engine's `broken` message into its socket at import: refused as tampering, "
                           "the student's failure and not a grader error", score=0.0, message="refused",
-                          flag="tampering", secret="grader error"), _at_import("forge_broken")),
+                          flag="tampering", secret="grader error"), at_import("forge_broken", solution=True)),
         Entry(Expectation("cheat-dtype-as-a-list", "cheat", "graded",
                           "answers with a tensor whose dtype is a list: refused, flagged", score=0.0,
                           message="refused", flag="tampering with the sandbox"), cheat_with("dtype_as_list")),

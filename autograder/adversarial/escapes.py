@@ -64,7 +64,7 @@ def clone_folder(context: Context) -> pathlib.Path:
     return pathlib.Path(tempfile.gettempdir()) / f"{context.root.parent.name}-{context.root.name}-clone"
 
 
-def _at_import(name: str, *, solution: bool, **fields):
+def at_import(name: str, *, solution: bool, **fields):
     def write(dest, context: Context):
         init = (STUDENT_DIR / "__init__.py").read_text() + RUN_AT_IMPORT
         values = {"key": str(ipc_key(context)), "litter": litter_name(context), "mark": HOG_MARK, **fields}
@@ -140,7 +140,7 @@ def entries(context: Context) -> list[Entry]:
                           "plants links to a root-only folder in shared folders and swaps them during clean-up",
                           baseline="reference",
                           kept_paths=(str(context.markers / "bait" / "keep.txt"),), forbidden_paths=files[4:]),
-              _at_import("symlink_bait", solution=True), needs_root=True),
+              at_import("symlink_bait", solution=True), needs_root=True),
         Entry(Expectation("cheat-billion-element-frame", "cheat", "graded",
                           "a 100-byte answer claiming a billion-element tensor, to make the grader allocate 4 GB",
                           score=0.0, message="refused", flag="tampering with the sandbox"),
@@ -149,11 +149,11 @@ def entries(context: Context) -> list[Entry]:
                           "System V shared memory and queues, a POSIX queue, files in /run/lock and /dev/shm",
                           baseline="reference", defence="ipc", forbidden_paths=files[:4],
                           forbidden_ipc_key=ipc_key(context), forbidden_queue=f"/{litter}-mq"),
-              _at_import("outlive", solution=True), needs_root=True),
+              at_import("outlive", solution=True), needs_root=True),
         Entry(Expectation("escape-detached-busy-processes", "abuse", "graded",
                           "four detached processes spinning forever: they die with the box, nobody loses points",
                           baseline="reference", forbidden_process=f"-c while True: pass {HOG_MARK}"),
-              _at_import("hogs", solution=True), needs_root=True),
+              at_import("hogs", solution=True), needs_root=True),
         Entry(Expectation("bug-sdpa-in-manual-path", "control", "graded",
                           "calls torch's SDPA in the manual path: correct values, but every test that runs the manual "
                           "module earns nothing (the spec's forbidden_calls = cost), and it is flagged",
@@ -177,7 +177,7 @@ def entries(context: Context) -> list[Entry]:
         Entry(Expectation("cheat-read-a-world-readable-clone", "cheat", "graded",
                           "prints the hidden tests from a world-readable copy of the repository in /tmp",
                           score=0.0, defence="mnt,landlock", forbidden_output=("HIDDEN TESTS FROM",)),
-              _at_import("read_clone", solution=False)),
+              at_import("read_clone", solution=False)),
         Entry(Expectation("slug a", "control", "graded", "one of three names with one safe spelling", score=100.0),
               _reference),
         Entry(Expectation("slug_a", "control", "graded", "one of three names with one safe spelling", score=0.0),

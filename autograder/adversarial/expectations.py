@@ -43,9 +43,11 @@ class Expectation:
                  twin_row: dict | None = None) -> list[str]:
         if row is None:
             return [f"{self.name}: no row in grades.csv"]
-        missing = f"no {self.needs_layer} (" in row.get("isolation", "")
-        if self.needs_layer and missing and f"no {self.needs_layer} (switched off" not in row["isolation"]:
+        isolation = row.get("isolation", "")
+        if self.needs_layer and f"no {self.needs_layer} (" in isolation \
+                and f"no {self.needs_layer} (switched off" not in isolation:
             return []   # the row says the kernel would not give the layer: nothing else can be promised
+        text = result.read_text(errors="replace") if result.exists() else None
         found = []
         if row["status"] != self.status:
             found.append(f"status {row['status']!r}, expected {self.status!r} (message: {row['message']})")
@@ -59,7 +61,7 @@ class Expectation:
             found.append(f"flagged although the student did nothing: {row['flags']!r}")
         if self.secret and any(self.secret.lower() in str(row.get(key, "")).lower() for key in ("message", "flags")):
             found.append(f"its row contains {self.secret!r}")
-        if self.secret and result.exists() and self.secret.lower() in result.read_text(errors="replace").lower():
+        if self.secret and text is not None and self.secret.lower() in text.lower():
             found.append(f"its results file contains {self.secret!r}")
         if self.baseline is not None:
             found += _compare_parts(row, baseline_row, self.baseline, self.lost_parts)
@@ -68,12 +70,12 @@ class Expectation:
                 found.append(f"row {self.no_better_than!r} missing")
             elif row["score"] > twin_row["score"] + EPSILON:
                 found.append(f"score {row['score']:g}, more than {self.no_better_than}'s {twin_row['score']:g}")
-        if not result.exists():
+        if text is None:
             found.append("no results file")
         elif result.stat().st_size > self.max_result_bytes:
             found.append(f"results file of {result.stat().st_size} bytes (limit {self.max_result_bytes})")
         else:
-            output = json.loads(result.read_text()).get("output", "")
+            output = json.loads(text).get("output", "")
             found += [f"its feedback contains {text!r}" for text in self.forbidden_output if text in output]
         found += [f"{path} exists: the payload ran" for path in self.forbidden_paths if os.path.lexists(path)]
         found += [f"{path} is gone: the payload destroyed it" for path in self.kept_paths if not os.path.lexists(path)]

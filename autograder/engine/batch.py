@@ -41,8 +41,9 @@ def isolation_note(plan: isolation.Plan, out: pathlib.Path, paths: list[str], so
 
 
 def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
-              keep: str | None = None, private=(), force=()) -> tuple[list[dict], str]:
-    """Grade everything under paths that out/ has no result for yet; returns (all rows, isolation note).
+              keep: str | None = None, private=(), force=()) -> tuple[list[dict], str, list[analytics.TestStat]]:
+    """Grade everything under paths that out/ has no result for yet; returns (all rows, isolation note, the class's
+    statistics per hidden test: tests.csv).
     keep: a folder that gets, per submission, its trusted-side pytest log and its sandboxes' output.
     private: the grader's own files and folders that no sandbox may read (see isolation_note).
     A submission already graded in out/ is graded again when its content changed since (the row says so), or
@@ -78,8 +79,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         shutil.rmtree(exports_root, ignore_errors=True)
     gradebook.write_csv(out, rows)
     gradebook.write_summary_png(out, rows)
-    analytics.write(out, rows)
-    return rows, note
+    return rows, note, analytics.write(out, rows)
 
 
 def regrades(found, done: dict[str, dict], contents: dict[str, str], force=()) -> dict[str, str]:
