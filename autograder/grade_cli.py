@@ -1,9 +1,15 @@
 """python -m autograder grade PATH... --out DIR [--workers N] [--timeout S] [--budget S] [--memory-gb G] [--keep DIR]
+                                                [--force NAME] [--regrade] [--repeat N] [--due TIME] [--private PATH]
 
 Grades submissions (folders or zips holding student/, folders of them, or a Gradescope
 export: its folder, its zip, or the folder holding either) with the hidden suite, each in its
 own sandbox, into DIR: grades.csv (one row per student), results/<submission>.json (Gradescope
-schema) and summary.png. Run it again with the same --out to finish an interrupted run. The limits
+schema), summary.png, and for the instructor: tests.csv and tests.png (what the class got wrong, per
+hidden test), similarity.csv and similarity.html (pairs of submissions whose code is alike: a flag for
+a human, never points) and, for an export, gradescope.csv (every score that differs from Gradescope's).
+Run it again with the same --out to finish an interrupted run; a submission changed since it was
+graded is graded again. --regrade grades everything again after a change of the suite or the limits,
+keeping the earlier results in DIR/earlier/ and listing what changed in changes.csv. The limits
 default to the spec's settings (assignment/assignment.toml).
 
 Exit status: 0 when at least one submission was graded; 1 when every row is an error (nothing
@@ -43,6 +49,16 @@ def parser() -> argparse.ArgumentParser:
                    help="grade this submission again although out/ has its result (repeatable; its name in "
                         "grades.csv, or its results file's name). A submission whose content changed since it "
                         "was graded is graded again without being asked, and its row says so")
+    p.add_argument("--regrade", action="store_true",
+                   help="grade every submission again (after the suite, the reference or the limits changed): the "
+                        "earlier results move to DIR/earlier/<time>/ and DIR/changes.csv lists every submission whose "
+                        "score or any test's verdict changed")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="grade every submission N times in all (DIR/repeat-2/ ...) and list in DIR/repeat.csv every "
+                        "submission whose result differed: a flaky test, or code whose result depends on the run")
+    p.add_argument("--due", metavar="TIME", default=None,
+                   help="the due date, as 2026-11-20T23:59:00-05:00, for the late column where an export's metadata "
+                        "names none (hours after it; no late policy is applied)")
     p.add_argument("--private", metavar="PATH", action="append", default=[],
                    help="a file or folder of the grader's that no sandbox may read (repeatable): closed to other "
                         "users when sandboxes have their own user id, and named in the isolation line if a sandbox "
@@ -52,14 +68,20 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
-    if args.workers < 1 or args.timeout <= 0 or args.budget <= 0 or args.memory_gb <= 0:
-        print("grade: --workers, --timeout, --budget and --memory-gb must be positive", file=sys.stderr)
+    if args.workers < 1 or args.timeout <= 0 or args.budget <= 0 or args.memory_gb <= 0 or args.repeat < 1:
+        print("grade: --workers, --timeout, --budget, --memory-gb and --repeat must be positive", file=sys.stderr)
+        return 2
+    from autograder.engine import recorded
+    due = recorded.when(args.due) if args.due else None
+    if args.due and due is None:
+        print(f"grade: --due {args.due!r} is not a date with a time zone, as 2026-11-20T23:59:00-05:00",
+              file=sys.stderr)
         return 2
     limits = Limits(call_timeout=args.timeout, budget=args.budget, memory_bytes=int(args.memory_gb * 2**30))
     from autograder.engine import analytics, batch, gradebook, submissions
     try:
-        rows, note, tests = batch.grade_all(args.paths, args.out, workers=args.workers, limits=limits, keep=args.keep,
-                                     private=args.private, force=args.force)
+        run = batch.grade_all(args.paths, args.out, workers=args.workers, limits=limits, keep=args.keep,
+                              private=args.private, force=args.force, regrade=args.regrade, repeat=args.repeat, due=due)
     except (FileNotFoundError, KeyError) as error:
         print(f"grade: {error.args[0] if isinstance(error, KeyError) else error}", file=sys.stderr)
         return 2
@@ -70,13 +92,38 @@ def main(argv=None) -> int:
         print(f"\ngrade: interrupted; what was graded is kept in {args.out}: run the same command again to finish",
               file=sys.stderr)
         return 130
-    print(gradebook.table(rows, most_failed=analytics.most_failed(tests)))
-    print(f"\nisolation: {note}")
-    print(f"wrote {os.path.join(args.out, 'grades.csv')}, {os.path.join(args.out, 'results')}/, "
-          f"{os.path.join(args.out, 'summary.png')}, {os.path.join(args.out, 'tests.csv')} and tests.png")
+    rows = run.rows
+    print(gradebook.table(rows, most_failed=analytics.most_failed(run.tests)))
+    print(f"\nisolation: {run.note}")
+    for line in report_lines(run, args.out):
+        print(line)
     if rows and all(row["status"] == "error" for row in rows):
         print(f"grade: none of the {len(rows)} submission(s) could be graded (every row is an error): was the "
               f"right folder given? Each PATH must be a submission holding student/, a folder of them, or a "
               f"Gradescope export", file=sys.stderr)
         return 1
     return 0
+
+
+def report_lines(run, out: str) -> list[str]:
+    """The closing lines: what was written, and what asks for the grader's attention."""
+    where = os.path.join
+    lines = [f"similarity: {len(run.pairs)} pair(s) of submissions to look at ({where(out, 'similarity.html')}, "
+             f"similarity.csv); a flag for a human, never points"]
+    if any(row.get("gradescope_score") not in (None, "") for row in run.rows):   # an export with scores
+        lines.append(f"gradescope: {len(run.disagreements)} submission(s) scored differently from the score Gradescope "
+                     f"recorded ({where(out, 'gradescope.csv')})")
+    if run.changes is not None:
+        flipped = sum(len(c.flips) for c in run.changes)
+        lines.append(f"regrade: {len(run.changes)} submission(s) changed ({flipped} test verdicts flipped), listed in "
+                     f"{where(out, 'changes.csv')}; the earlier results are in {run.earlier}")
+    elif run.stale:
+        lines.append(f"warning: {run.stale} result(s) kept in {out} were graded with another (or an unrecorded) "
+                     f"suite, reference or limits than this run's: --regrade grades them again and says what changed")
+    if run.repeats is not None:
+        lines.append(f"repeat: {len(run.repeats)} submission(s) got a different result when graded again "
+                     f"({where(out, 'repeat.csv')})")
+    scored = any(row.get("gradescope_score") not in (None, "") for row in run.rows)
+    lines.append(f"wrote {where(out, 'grades.csv')}, {where(out, 'results')}/, summary.png, tests.csv, tests.png, "
+                 f"similarity.csv, similarity.html" + (", gradescope.csv" if scored else ""))
+    return lines

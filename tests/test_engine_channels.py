@@ -20,7 +20,7 @@ import tempfile
 import pytest
 
 from autograder.adversarial import channels
-from autograder.engine import gradebook, messages, protocol, sanitize
+from autograder.engine import gradebook, messages, protocol, sanitize, submissions
 from autograder.engine.client import SessionLog
 from autograder.engine.files import atomic_write
 from autograder.engine.limits import Limits
@@ -39,8 +39,7 @@ def test_text_that_is_not_utf_8_reaches_every_output_file_as_valid_text(tmp_path
         (tmp_path / "plain.csv").write_text(LONE, encoding="utf-8")
     outcome = Outcome("graded", f"could not import {LONE}", score=100.0,
                       flags=[f"sandbox saw escape attempt: open {LONE}"])
-    submission = type("Submission", (), {"name": LONE, "submission_id": "", "submitters": [], "slug": "s",
-                                         "source": "/x"})()
+    submission = submissions.Submission(LONE, "s", "/x")
     row = gradebook.row_from_outcome(submission, outcome, "isolated")
     (tmp_path / "results").mkdir()
     gradebook.write_result(tmp_path, row, gradebook.results_document(outcome, row))

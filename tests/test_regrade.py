@@ -55,3 +55,48 @@ def test_the_fingerprint_follows_content_not_names_or_times(tmp_path):
     assert submissions.fingerprint(str(first)) == submissions.fingerprint(str(second))
     (second / "student" / "scaling.py").write_text("# changed\n")
     assert submissions.fingerprint(str(first)) != submissions.fingerprint(str(second))
+
+
+METADATA = """\
+submission_1:
+  :submitters:
+  - :name: Alice
+    :sid: '1'
+  :created_at: 2026-11-20 20:00:00.000000000 -05:00
+  :score: 100.0
+submission_2:
+  :submitters:
+  - :name: Bob
+    :sid: '2'
+  :created_at: 2026-11-21 02:30:00 -05:00
+  :score: 50.0
+"""
+
+
+def test_an_export_graded_twice_then_regraded_says_what_differs_from_gradescope_and_from_the_earlier_run(tmp_path):
+    export = tmp_path / "export"
+    write_submission(export / "submission_1")
+    bob = write_submission(export / "submission_2", solution=False)
+    (export / "submission_metadata.yml").write_text(METADATA)
+    out = tmp_path / "out"
+    proc = grade(export, "--out", out, "--repeat", "2", "--due", "2026-11-20T23:59:00-05:00")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert {name: row["late"] for name, row in rows(out).items()} == {"Alice": "0.0", "Bob": "2.52"}
+    assert [row["submission"] for row in csv.DictReader((out / "gradescope.csv").open())] == ["Bob"]
+    assert list(csv.DictReader((out / "repeat.csv").open())) == [] and "repeat: 0 submission(s)" in proc.stdout
+    assert (out / "repeat-2" / "results" / "Alice.json").is_file()
+
+    proc = grade(export, "--out", out, "--timeout", "7")   # other limits: the results kept are stale, and it says so
+    assert proc.returncode == 0 and "warning: 2 result(s) kept" in proc.stdout and "--regrade" in proc.stdout
+
+    shutil.rmtree(bob)
+    write_submission(bob)   # Bob's work changed too: a regrade must show it, and show nothing for Alice
+    proc = grade(export, "--out", out, "--timeout", "7", "--regrade")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [earlier] = (out / "earlier").iterdir()
+    assert sorted(p.name for p in (earlier / "results").iterdir()) == ["Alice.json", "Bob.json"]
+    changed = list(csv.DictReader((out / "changes.csv").open()))
+    assert [(row["submission"], row["before_score"], row["after_score"]) for row in changed] == [
+        ("Bob", "0.0", "100.0")]
+    assert int(changed[0]["tests_flipped"]) > 10 and "failed -> passed" in changed[0]["flips"]
+    assert "warning" not in proc.stdout

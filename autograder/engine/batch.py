@@ -9,8 +9,19 @@ import select
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass, field
 
-from autograder.engine import analytics, gradebook, isolation, memcg, processes, submissions
+from autograder.engine import (
+    analytics,
+    changes,
+    gradebook,
+    isolation,
+    memcg,
+    processes,
+    recorded,
+    similarity,
+    submissions,
+)
 from autograder.engine.limits import Limits
 from autograder.engine.outcome import Outcome
 from autograder.engine.pool import Template
@@ -40,38 +51,69 @@ def isolation_note(plan: isolation.Plan, out: pathlib.Path, paths: list[str], so
     return note + ("; the sandbox can read " + ", ".join(leaks) if leaks else "")
 
 
-def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
-              keep: str | None = None, private=(), force=()) -> tuple[list[dict], str, list[analytics.TestStat]]:
-    """Grade everything under paths that out/ has no result for yet; returns (all rows, isolation note, the class's
-    statistics per hidden test: tests.csv).
+@dataclass
+class Run:
+    """What one batch run made, besides the files in out/."""
+    rows: list[dict]                     # every submission's row, this run's and those kept from before
+    note: str                            # the isolation line
+    tests: list[analytics.TestStat]      # per hidden test: tests.csv
+    pairs: list[similarity.Pair] = field(default_factory=list)       # flagged for a look: similarity.csv
+    disagreements: list[dict] = field(default_factory=list)          # with Gradescope's scores: gradescope.csv
+    changes: list[changes.Change] | None = None    # --regrade: against the earlier run (None: no earlier run)
+    earlier: pathlib.Path | None = None            # --regrade: where the earlier run's files were moved
+    repeats: list[changes.Change] | None = None    # --repeat: what differed between the gradings
+    stale: int = 0                       # results kept that were graded with another suite or other limits
+
+
+def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None, keep: str | None = None,
+              private=(), force=(), regrade: bool = False, repeat: int = 1, due=None) -> Run:
+    """Grade everything under paths that out/ has no result for yet, then write the class's files: grades.csv,
+    summary.png, tests.csv and .png (analytics.py), similarity.csv and .html (similarity.py), gradescope.csv
+    (recorded.py).
     keep: a folder that gets, per submission, its trusted-side pytest log and its sandboxes' output.
     private: the grader's own files and folders that no sandbox may read (see isolation_note).
     A submission already graded in out/ is graded again when its content changed since (the row says so), or
     when `force` names it (its submission name or its results file's name); raises KeyError for a name in
-    `force` that matches no submission."""
+    `force` that matches no submission.
+    regrade: out's earlier results are moved to out/earlier/<time>/, everything is graded again, and
+    changes.csv says what changed. repeat: grade everything this many times in all (out/repeat-N/) and list
+    what differed in repeat.csv. due: the due date where an export's metadata names none (the late column)."""
     for raw in paths:
         if not os.path.lexists(raw):
             raise FileNotFoundError(f"{raw}: no such file or folder")
+    out = pathlib.Path(out)
     sandbox_root = tempfile.mkdtemp(prefix="autograder-sandboxes-")
     os.chmod(sandbox_root, 0o711)   # a sandbox may enter its own folder, never list the others
     trusted_root = tempfile.mkdtemp(prefix="autograder-trusted-")
     exports_root = tempfile.mkdtemp(prefix="autograder-exports-")   # export zips extracted: ours alone (0700)
     template = Template(Settings(limits, None, sandbox_root, trusted_root))   # before reading the class
+    suite = changes.graded_with(limits)
     try:
         plan = isolation.probe(sandbox_root)   # while the template imports torch
         template.set_plan(plan)
-        out = pathlib.Path(out)
         (out / "results").mkdir(parents=True, exist_ok=True)
         done, taken = gradebook.load_done(out)
-        found = submissions.discover(paths, taken, staging=exports_root)
+        found = submissions.discover(paths, taken, staging=exports_root, due=due)
         note = isolation_note(plan, out, list(paths), sorted({s.location for s in found}), list(private))
         contents = {s.source: submissions.fingerprint(s.location) for s in found}
-        again = regrades(found, done, contents, force)
+        again = regrades(found, done, contents, force)   # before anything moves: an unknown --force name stops here
+        earlier = changes.archive(out) if regrade else None
+        if earlier:   # everything is graded again, under the same results file names
+            before, done, again = done, {}, {}
+            (out / "results").mkdir()
         todo = [s for s in found if s.source not in done or s.source in again]
         rows = [{**done[s.source], **gradebook.identity(s)} for s in found if s not in todo]
         progress = Progress(len(todo), len(rows), progress_stream)
-        rows += _grade(template, todo, out, workers, limits, note, list(rows), progress, keep, contents, again)
+        rows += _grade(template, todo, out, workers, limits, note, list(rows), progress, keep, contents, again, suite)
         progress.close()
+        run = Run(rows, note, analytics.write(out, rows), similarity.write(out, found),
+                  recorded.write_disagreements(out, rows), stale=sum(r.get("graded_with") != suite for r in rows))
+        if earlier:
+            run.earlier = earlier
+            run.changes = changes.compare((before, earlier / "results"), (_by_source(rows), out / "results"))
+            changes.write(out / "changes.csv", run.changes)
+        if repeat > 1:
+            run.repeats = _repeat(template, found, out, workers, limits, note, repeat, suite, rows)
     finally:
         template.close()
         memcg.remove_own_run()   # the run's memory cgroup (the probe made it), with any box group left in it
@@ -79,7 +121,27 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         shutil.rmtree(exports_root, ignore_errors=True)
     gradebook.write_csv(out, rows)
     gradebook.write_summary_png(out, rows)
-    return rows, note, analytics.write(out, rows)
+    return run
+
+
+def _by_source(rows: list[dict]) -> dict[str, dict]:
+    return {row["source"]: row for row in rows}
+
+
+def _repeat(template, found, out: pathlib.Path, workers, limits, note, times: int, suite, rows) -> list[changes.Change]:
+    """Grade every submission again, into out/repeat-2/ ... (each a fresh folder), and compare each grading with
+    the first: out/repeat.csv lists every submission where any test's verdict (or the score) differed."""
+    differed: list[changes.Change] = []
+    for number in range(2, times + 1):
+        again_out = out / f"repeat-{number}"
+        shutil.rmtree(again_out, ignore_errors=True)
+        (again_out / "results").mkdir(parents=True)
+        progress = Progress(len(found), 0, None)
+        again_rows = _grade(template, found, again_out, workers, limits, note, [], progress, suite=suite)
+        differed += changes.compare((_by_source(rows), out / "results"),
+                                    (_by_source(again_rows), again_out / "results"))
+    changes.write(out / "repeat.csv", differed, labels=("first", "again"))
+    return differed
 
 
 def regrades(found, done: dict[str, dict], contents: dict[str, str], force=()) -> dict[str, str]:
@@ -108,7 +170,7 @@ def _remove_roots(sandbox_root: str, trusted_root: str) -> None:
 
 
 def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier_rows, progress,
-           keep: str | None = None, contents=None, again=None) -> list[dict]:
+           keep: str | None = None, contents=None, again=None, suite: str = "") -> list[dict]:
     """Run up to `workers` submissions at once; write each result as soon as it is in (with the content it was
     graded on, and why it was graded again, if it was: see regrades)."""
     waiting = collections.deque(todo)
@@ -120,6 +182,7 @@ def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier
         attempts = gradebook.attempts_before(out, submission.slug) + 1 if outcome.engine_failure else 1
         row = gradebook.row_from_outcome(submission, outcome, note, attempts)
         row["content"] = (contents or {}).get(submission.source)
+        row["graded_with"] = suite
         if (again or {}).get(submission.source):
             row["message"] = "; ".join(filter(None, [again[submission.source], row["message"]]))
         gradebook.write_result(out, row, gradebook.results_document(outcome, row))

@@ -6,7 +6,9 @@ name, sid, email (from a Gradescope export; empty otherwise), submission_id (Gra
 group (for a group submission, all its members, on each member's row), submission (the row's
 submission: a file or folder name, or the students' names), score, max_score, status, message,
 part1 ... part6, isolation, flags, peak_memory_mib (the most memory one sandbox's processes held together,
-where the kernel's memory layer measured it; empty elsewhere).
+where the kernel's memory layer measured it; empty elsewhere), late (hours after the due date, 0 when on time,
+from an export's metadata and --due; empty where a date is unknown; no policy applied) and gradescope_score
+(the score Gradescope recorded in the export; gradescope.csv lists every submission where ours differs).
 
 Every file is written to a temporary name and moved into place (os.replace), so a run
 killed half way leaves only complete files; a result file present means "graded". A result
@@ -27,6 +29,7 @@ import unicodedata
 from autograder.engine import chart
 from autograder.engine.files import atomic_write
 from autograder.engine.outcome import Outcome
+from autograder.engine.recorded import hours_late
 from autograder.engine.sanitize import csv_cell, printable, valid_text
 from autograder.scoring import PART_POINTS, PART_TITLES, error_results
 
@@ -35,9 +38,13 @@ MAX_ATTEMPTS = 2    # an engine failure is graded again by the next run, once; t
 
 
 def identity(submission) -> dict:
-    """Who a row is for: the submission's name, Gradescope's submission id and its students (from an export)."""
+    """Who a row is for: the submission's name, Gradescope's submission id and its students, and what Gradescope
+    recorded of it: its score, and the hours it came after the due date (from an export; recorded.py)."""
+    record = submission.recorded
     return {"submission": submission.name, "submission_id": submission.submission_id,
-            "submitters": [{"name": s.name, "sid": s.sid, "email": s.email} for s in submission.submitters]}
+            "submitters": [{"name": s.name, "sid": s.sid, "email": s.email} for s in submission.submitters],
+            "gradescope_score": "" if record is None or record.score is None else record.score,
+            "late": "" if (late := hours_late(record)) is None else late}
 
 
 def row_from_outcome(submission, outcome: Outcome, isolation_note: str, attempts: int = 1) -> dict:
@@ -106,7 +113,7 @@ STUDENT_COLUMNS = ("name", "sid", "email", "submission_id", "group")
 
 def columns() -> list[str]:
     return [*STUDENT_COLUMNS, "submission", "score", "max_score", "status", "message",
-            *[f"part{p}" for p in PART_POINTS], "isolation", "flags", "peak_memory_mib"]
+            *[f"part{p}" for p in PART_POINTS], "isolation", "flags", "peak_memory_mib", "late", "gradescope_score"]
 
 
 TEXT_COLUMNS = (*STUDENT_COLUMNS, "submission", "message", "isolation", "flags")

@@ -17,6 +17,7 @@ submissions keep the zip's path and their folder's name as their identity across
 from __future__ import annotations
 
 import ast
+import datetime
 import os
 import pathlib
 import re
@@ -26,6 +27,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 
+from autograder.engine.recorded import Recorded, recorded
 from autograder.paths import STUDENT_DIR
 
 MAX_FILES = 2000
@@ -80,6 +82,7 @@ class Submission:
     path: str = ""                  # where to read it now (the source, or its folder extracted from an export zip)
     submission_id: str = ""         # Gradescope's, from an export's folder name (submission_<id>)
     submitters: tuple[Submitter, ...] = ()   # from an export's metadata; more than one: a group
+    recorded: Recorded | None = None         # from an export's metadata: Gradescope's score, time, due date
 
     @property
     def location(self) -> str:
@@ -88,13 +91,15 @@ class Submission:
 
 # ------------------------------------------------------------------ discovery
 
-def discover(paths, taken: dict[str, str] | None = None, staging: str | None = None) -> list[Submission]:
+def discover(paths, taken: dict[str, str] | None = None, staging: str | None = None,
+             due: datetime.datetime | None = None) -> list[Submission]:
     """All submissions under the given paths, in a stable order. Raises FileNotFoundError for a missing path,
     SubmissionError for an export zip that cannot be extracted.
 
     taken: slug -> source of the results already in the output folder; a source keeps its slug, and
     no other submission ever gets one of them.
     staging: a private folder of the batch to extract export zips into (a temporary one when not given).
+    due: the due date of an export whose metadata names none (see recorded.py).
     """
     def staging_folder() -> str:
         if staging is None:
@@ -110,9 +115,9 @@ def discover(paths, taken: dict[str, str] | None = None, staging: str | None = N
         if path.is_dir() and not (path / PACKAGE).is_dir() and not (path / METADATA).is_file():
             # A folder of submissions (or of exports: the folder above an export, or holding its zip).
             for child in sorted(c for c in path.iterdir() if not c.name.startswith(".") and c.name not in IGNORED):
-                found += _one_path(child, staging_folder)
+                found += _one_path(child, staging_folder, due)
         else:
-            found += _one_path(path, staging_folder)
+            found += _one_path(path, staging_folder, due)
     return _with_unique_slugs(found, taken or {})
 
 
@@ -123,20 +128,21 @@ class _Found:
     path: str
     submission_id: str = ""
     submitters: tuple[Submitter, ...] = ()
+    recorded: Recorded | None = None
 
 
-def _one_path(path: pathlib.Path, staging_folder) -> list[_Found]:
+def _one_path(path: pathlib.Path, staging_folder, due=None) -> list[_Found]:
     """An export (its folder or zip), or one submission."""
     real = os.path.realpath(path)
     if path.is_dir() and (path / METADATA).is_file():
-        return _gradescope_export(pathlib.Path(real), lambda child: os.path.join(real, child))
+        return _gradescope_export(pathlib.Path(real), lambda child: os.path.join(real, child), due)
     if path.is_file() and is_export_zip(path):
         # A folder of its own: two exports may share a file name.
         folder = pathlib.Path(tempfile.mkdtemp(prefix="export-", dir=staging_folder())) / "export"
         extract_export(path, folder)
         inner = [c for c in folder.iterdir() if c.is_dir()]
         root = folder if (folder / METADATA).is_file() else inner[0]
-        return _gradescope_export(root, lambda child: f"{real}::{child}")
+        return _gradescope_export(root, lambda child: f"{real}::{child}", due)
     return [_Found(_stem(path), real, real)]
 
 
@@ -163,9 +169,9 @@ def _stem(path: pathlib.Path) -> str:
     return path.name[:-4] if path.name.lower().endswith(".zip") else path.name
 
 
-def _gradescope_export(folder: pathlib.Path, source_of) -> list[_Found]:
+def _gradescope_export(folder: pathlib.Path, source_of, due=None) -> list[_Found]:
     """Gradescope's "export submissions" folder: one folder per submission, students named in the metadata.
-    source_of(child folder name) -> that submission's identity."""
+    source_of(child folder name) -> that submission's identity; due: the grader's due date (recorded.py)."""
     import yaml
 
     class Loader(yaml.SafeLoader):
@@ -191,7 +197,8 @@ def _gradescope_export(folder: pathlib.Path, source_of) -> list[_Found]:
         names = [s.name or s.email or s.sid for s in submitters]
         match = re.fullmatch(r"submission_(\d+)", child.name)
         found.append(_Found(" & ".join(names) if names else child.name, source_of(child.name), str(child),
-                            match.group(1) if match else "", submitters))
+                            match.group(1) if match else "", submitters,
+                            recorded(entry if isinstance(entry, dict) else {}, _field, due)))
     return found
 
 
@@ -219,7 +226,8 @@ def _with_unique_slugs(found: list[_Found], taken: dict[str, str]) -> list[Submi
                 count += 1
                 slug = f"{base}-{count}"
         used.add(slug)
-        result.append(Submission(item.name, slug, item.source, item.path, item.submission_id, item.submitters))
+        result.append(Submission(item.name, slug, item.source, item.path, item.submission_id, item.submitters,
+                                 item.recorded))
     return result
 
 

@@ -30,6 +30,9 @@ DISTRIBUTIONS = {module: closure.DISTRIBUTIONS[module] for module in ("torch", "
 ALSO_NEEDED = ("numpy",)
 # Shipped, but run only by `otter run` on an instructor's machine (which has otter), never in the image.
 OTTER_RUN_ONLY = ("autograder/otter/plugin.py",)
+# Shipped, but its third-party imports (copydetect) load only when a run compares two or more submissions:
+# Gradescope's run grades one, so the image never needs them (similarity.write returns before importing).
+CLASS_RUN_ONLY = ("autograder/engine/similarity.py",)
 
 
 class ImageError(RuntimeError):
@@ -41,8 +44,9 @@ def requirement_name(line: str) -> str:
 
 
 def needed_modules(imports: dict[str, list[str]]) -> list[str]:
-    """The third-party modules the image must provide, from {module: [importing files]} (OTTER_RUN_ONLY left out)."""
-    needed = {module for module, files in imports.items() if set(files) - set(OTTER_RUN_ONLY)}
+    """The third-party modules the image must provide, from {module: [importing files]} (OTTER_RUN_ONLY and
+    CLASS_RUN_ONLY left out)."""
+    needed = {module for module, files in imports.items() if set(files) - set(OTTER_RUN_ONLY) - set(CLASS_RUN_ONLY)}
     unknown = sorted(needed - set(DISTRIBUTIONS))
     if unknown:
         where = "; ".join(f"{m} (in {', '.join(imports[m])})" for m in unknown)

@@ -1,0 +1,103 @@
+"""What Gradescope recorded about a submission, read from its export's metadata: the score it gave, when the
+submission was made and, where the export says, its due date; and the grader's comparisons with them.
+
+    recorded(entry, due)        -> Recorded (from one submission's entry of submission_metadata.yml)
+    hours_late(recorded)        -> hours after the due date (0.0 when on time; None when a date is unknown)
+    disagreements(rows)         -> the rows whose score differs from Gradescope's (gradescope.csv)
+
+An export names each submission's time (:created_at:) and score (:score:). Its due date is taken from the entry
+(:due_date:, or :assignment: -> :due_date:) where Gradescope wrote one, else from the grader's --due; no late
+policy is applied: the hours are reported, the score is not touched.
+"""
+from __future__ import annotations
+
+import csv
+import datetime
+import io
+import pathlib
+from dataclasses import dataclass
+
+from autograder.engine.files import atomic_write
+from autograder.engine.sanitize import csv_cell
+
+SCORE_TOLERANCE = 0.005   # scores are written rounded to 4 places; Gradescope shows 2
+DISAGREEMENT_COLUMNS = ("submission", "submission_id", "students", "gradescope_score", "score", "difference", "status")
+
+
+@dataclass(frozen=True)
+class Recorded:
+    score: float | None = None
+    submitted_at: datetime.datetime | None = None
+    due_at: datetime.datetime | None = None
+
+
+def when(value) -> datetime.datetime | None:
+    """A timestamp as YAML gives it (a datetime) or as text ("2026-11-20 10:00:00.000000000 -08:00", ISO 8601);
+    None when it cannot be read or has no time zone (an hour count would be a guess)."""
+    if isinstance(value, datetime.datetime):
+        moment = value
+    elif isinstance(value, str) and value.strip():
+        text = value.strip().replace(" ", "T", 1)
+        date, _, rest = text.partition("T")
+        time, zone = rest, ""
+        for sign in "+-Z":
+            if sign in rest:
+                time, zone = rest.split(sign, 1)[0], rest[len(rest.split(sign, 1)[0]):]
+                break
+        time = time.strip()
+        if "." in time:   # Gradescope writes nanoseconds; Python reads up to microseconds
+            whole, fraction = time.split(".", 1)
+            time = f"{whole}.{fraction[:6]}"
+        zone = zone.strip().replace(" ", "")
+        try:
+            moment = datetime.datetime.fromisoformat(f"{date}T{time}{zone}")
+        except ValueError:
+            return None
+    else:
+        return None
+    return moment if moment.tzinfo is not None else None
+
+
+def _number(value) -> float | None:
+    try:
+        return float(value) if value is not None and not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def recorded(entry: dict, field, due: datetime.datetime | None = None) -> Recorded:
+    """From one submission's metadata entry; field(mapping, key) reads a key in either of Gradescope's
+    spellings. `due`: the grader's due date, used where the entry names none."""
+    assignment = field(entry, "assignment")
+    due_at = when(field(entry, "due_date")) or when(field(assignment, "due_date")) or due
+    return Recorded(_number(field(entry, "score")), when(field(entry, "created_at")), due_at)
+
+
+def hours_late(record: Recorded | None) -> float | None:
+    if record is None or record.submitted_at is None or record.due_at is None:
+        return None
+    return round(max(0.0, (record.submitted_at - record.due_at).total_seconds() / 3600), 2)
+
+
+def disagreements(rows: list[dict]) -> list[dict]:
+    """Rows of submissions Gradescope scored, where its score and ours differ."""
+    return [row for row in rows if row.get("gradescope_score") not in (None, "")
+            and abs(float(row["gradescope_score"]) - row["score"]) > SCORE_TOLERANCE]
+
+
+def write_disagreements(out: pathlib.Path, rows: list[dict]) -> list[dict]:
+    """out/gradescope.csv: every submission whose score differs from the one Gradescope recorded. Returns them."""
+    if not any(row.get("gradescope_score") not in (None, "") for row in rows):
+        return []   # not an export, or one without scores: nothing to compare
+    found = sorted(disagreements(rows), key=lambda r: (-abs(float(r["gradescope_score"]) - r["score"]),
+                                                       r["submission"].lower()))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(DISAGREEMENT_COLUMNS)
+    for row in found:
+        students = "; ".join(p["sid"] or p["email"] or p["name"] for p in row.get("submitters") or [])
+        writer.writerow([csv_cell(row["submission"]), row.get("submission_id", ""), csv_cell(students),
+                         float(row["gradescope_score"]), row["score"],
+                         round(row["score"] - float(row["gradescope_score"]), 4), row["status"]])
+    atomic_write(out / "gradescope.csv", buffer.getvalue())
+    return found
