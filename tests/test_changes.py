@@ -76,3 +76,9 @@ def test_every_score_that_differs_from_gradescopes_is_listed_and_no_other(tmp_pa
     assert [(r["submission"], r["students"], r["difference"]) for r in listed] == [("b", "0042", "5.0")]
     assert recorded.write_disagreements(tmp_path / "none", rows[2:]) == []   # nothing recorded: no file
     assert not (tmp_path / "none").exists()
+
+
+def test_what_a_result_was_graded_with_is_known_where_the_reference_is_not_shipped(tmp_path, monkeypatch):
+    """autograder.zip carries the suite and the spec but no reference: the digest still works there."""
+    monkeypatch.setattr(changes, "SUITE_FILES", (*changes.SUITE_FILES, tmp_path / "absent", tmp_path / "gone.toml"))
+    assert changes.graded_with(Limits()).startswith("sha256:")
