@@ -107,10 +107,12 @@ def main(argv=None) -> int:
 
 def report_lines(run, out: str) -> list[str]:
     """The closing lines: what was written, and what asks for the grader's attention."""
+    from autograder.engine import recorded
     where = os.path.join
+    scored = any(map(recorded.scored, run.rows))   # an export with Gradescope's scores
     lines = [f"similarity: {len(run.pairs)} pair(s) of submissions to look at ({where(out, 'similarity.html')}, "
              f"similarity.csv); a flag for a human, never points"]
-    if any(row.get("gradescope_score") not in (None, "") for row in run.rows):   # an export with scores
+    if scored:
         lines.append(f"gradescope: {len(run.disagreements)} submission(s) scored differently from the score Gradescope "
                      f"recorded ({where(out, 'gradescope.csv')})")
     if run.changes is not None:
@@ -123,7 +125,6 @@ def report_lines(run, out: str) -> list[str]:
     if run.repeats is not None:
         lines.append(f"repeat: {len(run.repeats)} submission(s) got a different result when graded again "
                      f"({where(out, 'repeat.csv')})")
-    scored = any(row.get("gradescope_score") not in (None, "") for row in run.rows)
     lines.append(f"wrote {where(out, 'grades.csv')}, {where(out, 'results')}/, summary.png, tests.csv, tests.png, "
                  f"similarity.csv, similarity.html" + (", gradescope.csv" if scored else ""))
     return lines

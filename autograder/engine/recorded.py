@@ -15,11 +15,14 @@ import csv
 import datetime
 import io
 import pathlib
+import re
 from dataclasses import dataclass
 
 from autograder.engine.files import atomic_write
 from autograder.engine.sanitize import csv_cell
 
+# "2026-11-20 10:00:00.000000000 -08:00" (as Gradescope writes it), "2026-11-20T10:00:00Z", "... +0000"
+TIMESTAMP = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d(?::\d\d)?)(?:\.(\d+))?\s*(Z|[+-]\d\d:?\d\d)?")
 SCORE_TOLERANCE = 0.005   # scores are written rounded to 4 places; Gradescope shows 2
 DISAGREEMENT_COLUMNS = ("submission", "submission_id", "students", "gradescope_score", "score", "difference", "status")
 
@@ -36,21 +39,11 @@ def when(value) -> datetime.datetime | None:
     None when it cannot be read or has no time zone (an hour count would be a guess)."""
     if isinstance(value, datetime.datetime):
         moment = value
-    elif isinstance(value, str) and value.strip():
-        text = value.strip().replace(" ", "T", 1)
-        date, _, rest = text.partition("T")
-        time, zone = rest, ""
-        for sign in "+-Z":
-            if sign in rest:
-                time, zone = rest.split(sign, 1)[0], rest[len(rest.split(sign, 1)[0]):]
-                break
-        time = time.strip()
-        if "." in time:   # Gradescope writes nanoseconds; Python reads up to microseconds
-            whole, fraction = time.split(".", 1)
-            time = f"{whole}.{fraction[:6]}"
-        zone = zone.strip().replace(" ", "")
+    elif isinstance(value, str) and (match := TIMESTAMP.fullmatch(value.strip())):
+        date, time, fraction, zone = match.groups()
+        fraction = f".{fraction[:6]}" if fraction else ""   # Gradescope writes nanoseconds; Python reads micro
         try:
-            moment = datetime.datetime.fromisoformat(f"{date}T{time}{zone}")
+            moment = datetime.datetime.fromisoformat(f"{date}T{time}{fraction}{zone or ''}")
         except ValueError:
             return None
     else:
@@ -79,15 +72,19 @@ def hours_late(record: Recorded | None) -> float | None:
     return round(max(0.0, (record.submitted_at - record.due_at).total_seconds() / 3600), 2)
 
 
+def scored(row: dict) -> bool:
+    """Whether Gradescope recorded a score for this row's submission."""
+    return row.get("gradescope_score") not in (None, "")
+
+
 def disagreements(rows: list[dict]) -> list[dict]:
     """Rows of submissions Gradescope scored, where its score and ours differ."""
-    return [row for row in rows if row.get("gradescope_score") not in (None, "")
-            and abs(float(row["gradescope_score"]) - row["score"]) > SCORE_TOLERANCE]
+    return [row for row in rows if scored(row) and abs(float(row["gradescope_score"]) - row["score"]) > SCORE_TOLERANCE]
 
 
 def write_disagreements(out: pathlib.Path, rows: list[dict]) -> list[dict]:
     """out/gradescope.csv: every submission whose score differs from the one Gradescope recorded. Returns them."""
-    if not any(row.get("gradescope_score") not in (None, "") for row in rows):
+    if not any(map(scored, rows)):
         return []   # not an export, or one without scores: nothing to compare
     found = sorted(disagreements(rows), key=lambda r: (-abs(float(r["gradescope_score"]) - r["score"]),
                                                        r["submission"].lower()))

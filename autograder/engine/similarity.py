@@ -106,18 +106,18 @@ def read(submission) -> Code | None:
     return Code(submission.name, submission.slug, people, text, files)
 
 
-def _fingerprint(code: str, boilerplate=None, window: int = 1):
+def _fingerprint(code: str, boilerplate=None):
+    """copydetect's fingerprint of Python code (window 1: every k-gram kept, so no match of NOISE is missed)."""
     from copydetect import CodeFingerprint
-    return CodeFingerprint("submission.py", NOISE, window, boilerplate, language="python", fp=io.StringIO(code))
+    return CodeFingerprint("submission.py", NOISE, 1, boilerplate, language="python", fp=io.StringIO(code))
 
 
 def compare(codes: list[Code], boilerplate: str | None = None, threshold: float = THRESHOLD,
             min_shared: int = MIN_SHARED) -> list[Pair]:
     """Every pair of submissions (not of one group) above the threshold, the most similar first."""
-    from copydetect import compare_files
-    common = _fingerprint(handout_code() if boilerplate is None else boilerplate).hashes
     import numpy as np
-    common = np.unique(np.array(list(common)))
+    from copydetect import compare_files
+    common = np.unique(np.array(list(_fingerprint(handout_code() if boilerplate is None else boilerplate).hashes)))
     prints = [_fingerprint(code.text, common) for code in codes]
     pairs = []
     for (a, print_a), (b, print_b) in itertools.combinations(zip(codes, prints, strict=True), 2):
