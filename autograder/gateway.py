@@ -17,7 +17,7 @@ Semantics every implementation keeps:
   The caller keeps its own copies: whatever the student's code does to the tensors it receives
   never reaches the caller's objects.
 - `device` moves every tensor argument (and the module) there before the call.
-- `seed` is passed to torch.manual_seed right before the call, so dropout is reproducible.
+- `seed` seeds torch's generators right before the call (executor.seed_random), so dropout is reproducible.
 - `sdpa_backend` ("flash", "efficient", "cudnn" or "math") lets F.scaled_dot_product_attention
   use only that backend during the call.
 - The path a call exercises is known from the call itself: a module built with fused=True runs the

@@ -1,5 +1,6 @@
 """python -m autograder grade PATH... --out DIR [--workers N] [--timeout S] [--budget S] [--memory-gb G] [--keep DIR]
                                                 [--force NAME] [--regrade] [--repeat N] [--due TIME] [--private PATH]
+                                                [--no-similarity]
 
 Grades submissions (folders or zips holding student/, folders of them, or a Gradescope
 export: its folder, its zip, or the folder holding either) with the hidden suite, each in its
@@ -63,6 +64,8 @@ def parser() -> argparse.ArgumentParser:
                    help="a file or folder of the grader's that no sandbox may read (repeatable): closed to other "
                         "users when sandboxes have their own user id, and named in the isolation line if a sandbox "
                         "could still read it (Gradescope's runner passes /autograder/submission_metadata.json)")
+    p.add_argument("--no-similarity", dest="similar", action="store_false",
+                   help="write no similarity report (a run whose class report nobody reads, as the self-check's)")
     return p
 
 
@@ -81,7 +84,8 @@ def main(argv=None) -> int:
     from autograder.engine import analytics, batch, gradebook, submissions
     try:
         run = batch.grade_all(args.paths, args.out, workers=args.workers, limits=limits, keep=args.keep,
-                              private=args.private, force=args.force, regrade=args.regrade, repeat=args.repeat, due=due)
+                              private=args.private, force=args.force, regrade=args.regrade, repeat=args.repeat, due=due,
+                              similar=args.similar)
     except (FileNotFoundError, KeyError) as error:
         print(f"grade: {error.args[0] if isinstance(error, KeyError) else error}", file=sys.stderr)
         return 2
@@ -110,8 +114,9 @@ def report_lines(run, out: str) -> list[str]:
     from autograder.engine import recorded
     where = os.path.join
     scored = any(map(recorded.scored, run.rows))   # an export with Gradescope's scores
-    lines = [f"similarity: {len(run.pairs)} pair(s) of submissions to look at ({where(out, 'similarity.html')}, "
-             f"similarity.csv); a flag for a human, never points"]
+    lines = [] if run.pairs is None else [
+        f"similarity: {len(run.pairs)} pair(s) of submissions to look at ({where(out, 'similarity.html')}, "
+        f"similarity.csv); a flag for a human, never points"]
     if scored:
         lines.append(f"gradescope: {len(run.disagreements)} submission(s) scored differently from the score Gradescope "
                      f"recorded ({where(out, 'gradescope.csv')})")
@@ -125,6 +130,7 @@ def report_lines(run, out: str) -> list[str]:
     if run.repeats is not None:
         lines.append(f"repeat: {len(run.repeats)} submission(s) got a different result when graded again "
                      f"({where(out, 'repeat.csv')})")
-    lines.append(f"wrote {where(out, 'grades.csv')}, {where(out, 'results')}/, summary.png, tests.csv, tests.png, "
-                 f"similarity.csv, similarity.html" + (", gradescope.csv" if scored else ""))
+    lines.append(f"wrote {where(out, 'grades.csv')}, {where(out, 'results')}/, summary.png, tests.csv, tests.png"
+                 + (", similarity.csv, similarity.html" if run.pairs is not None else "")
+                 + (", gradescope.csv" if scored else ""))
     return lines

@@ -145,7 +145,8 @@ def grade(chosen: list[Case], autograder_zip: pathlib.Path, out: pathlib.Path, w
         zf.extractall(source)
     write_cases(chosen, out / "submissions")
     engine_bridge.run_engine([out / "submissions"], out / "grades", source, workers=workers,
-                             timeout=engine_bridge.GRADE_TIMEOUT_S + 60 * len(chosen), env=env)
+                             timeout=engine_bridge.GRADE_TIMEOUT_S + 60 * len(chosen), env=env,
+                             options=("--no-similarity",))   # the class report: nobody reads it here
     return read_results(out / "grades")
 
 

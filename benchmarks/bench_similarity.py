@@ -1,15 +1,23 @@
-"""How long the class's similarity report takes: python benchmarks/bench_similarity.py [--size 500]
+"""How long the class's similarity report takes: python benchmarks/bench_similarity.py [--size 50 100 200 400]
 
-Builds a generated class (autograder/cohort: the zoo, the independent hands, disguised copies up to --size)
-and times similarity.write on it (unpacking every submission, fingerprinting, comparing every pair, writing
+Builds a generated class of each size (autograder/cohort: the zoo, the independent hands, disguised copies) and
+times similarity.write on it (unpacking every submission, fingerprinting, comparing every pair, writing
 similarity.csv and .html), as the batch command runs it after grading. The zoo's samples are all edits of one
-reference, so most pairs here are near-copies: the slow case (a pair that shares nothing costs one set
-intersection; a near-copy costs copydetect's full comparison).
+reference, so most pairs here are near-copies: the slow case.
+
+Printed side by side: wall and CPU seconds (of the whole process tree: this process and the workers it forks),
+ms of CPU a pair, and the ratio to the comparison before it was vectorised (copydetect's compare_files on every pair:
+BEFORE_CPU_S at 400 submissions, growing as n^BEFORE_EXPONENT; other sizes scaled by that growth), then the
+fitted growth exponent (the log-log slope of CPU seconds against n). The load average is printed with them:
+the figures are only comparable on an idle machine.
 """
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import pathlib
+import resource
 import sys
 import tempfile
 import time
@@ -19,23 +27,74 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from autograder import cohort
 from autograder.engine import similarity, submissions
 
+SIZES = (50, 100, 200, 400)
+# Measured before the comparison was vectorised (copydetect's compare_files on every pair): 205 CPU-s at 400, 2.57 ms a pair, n^2.05.
+BEFORE_N, BEFORE_CPU_S, BEFORE_EXPONENT = 400, 205.0, 2.05
+
+
+def cpu_seconds() -> float:
+    """User and system CPU of this process and of its children that have ended (a Pool's workers, once closed)."""
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return sum(u.ru_utime + u.ru_stime for u in usage)
+
+
+def generated_class(folder: pathlib.Path, size: int) -> list:
+    """A class of `size` submissions (cohort.build makes at most one copy of each sample: rounds are added)."""
+    made = 0
+    while made < size:
+        made += len(cohort.build(folder / f"round{made}", size=min(size - made, 250), seed=made))
+    return submissions.discover(sorted(folder.iterdir()))
+
+
+def measure(size: int) -> dict:
+    with tempfile.TemporaryDirectory() as work:
+        found = generated_class(pathlib.Path(work) / "class", size)
+        wall, cpu = time.monotonic(), cpu_seconds()
+        flagged = len(similarity.write(pathlib.Path(work), found))
+        wall, cpu = time.monotonic() - wall, cpu_seconds() - cpu
+    n = len(found)
+    return {"n": n, "pairs": n * (n - 1) // 2, "flagged": flagged, "wall": wall, "cpu": cpu}
+
+
+def load() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def before_cpu(n: int) -> float:
+    return BEFORE_CPU_S * (n / BEFORE_N) ** BEFORE_EXPONENT
+
+
+def slope(rows: list[dict]) -> float:
+    """The least-squares slope of log(CPU seconds) against log(n)."""
+    xs, ys = [math.log(r["n"]) for r in rows], [math.log(r["cpu"]) for r in rows]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", type=int, default=500)
+    parser.add_argument("--size", type=int, nargs="+", default=list(SIZES), help="class sizes (default: %(default)s)")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as work:
-        folder = pathlib.Path(work) / "class"
-        size = 0
-        while size < args.size:   # cohort.build makes at most one copy of each sample: add rounds until large enough
-            size += len(cohort.build(folder / f"round{size}", size=min(args.size - size, 250), seed=size))
-        found = submissions.discover(sorted(folder.iterdir()))
-        start = time.monotonic()
-        pairs = similarity.write(pathlib.Path(work), found)
-        seconds = time.monotonic() - start
-    comparisons = len(found) * (len(found) - 1) // 2
-    print(f"{len(found)} submissions, {comparisons} pairs compared, {len(pairs)} flagged: {seconds:.1f} s "
-          f"({1e3 * seconds / comparisons:.2f} ms a pair)")
+    import copydetect  # noqa: F401 - imported once before timing, as a batch imports it once for the class
+    workers = similarity._workers(max(args.size))
+    print(f"similarity.write on a generated class; {workers} worker process(es) from {similarity.PARALLEL_FROM} "
+          f"submissions, {os.cpu_count()} cores; load average before: {load()}")
+    print(f"{'submissions':>11} {'pairs':>7} {'flagged':>7} {'wall s':>7} {'CPU s':>7} {'ms/pair':>7} "
+          f"{'before CPU s':>12} {'before ms/pair':>14} {'x less CPU':>10}")
+    rows = []
+    for size in args.size:
+        row = measure(size)
+        rows.append(row)
+        before = before_cpu(row["n"])
+        print(f"{row['n']:>11} {row['pairs']:>7} {row['flagged']:>7} {row['wall']:>7.1f} {row['cpu']:>7.1f} "
+              f"{1e3 * row['cpu'] / row['pairs']:>7.3f} {before:>12.1f} {1e3 * before / row['pairs']:>14.2f} "
+              f"{before / row['cpu']:>10.1f}", flush=True)
+    if len(rows) > 1:
+        print(f"growth: CPU seconds ~ n^{slope(rows):.2f} ({rows[0]['n']} to {rows[-1]['n']}; "
+              f"before: n^{BEFORE_EXPONENT})")
+    before_ms = 1e3 * BEFORE_CPU_S / (BEFORE_N * (BEFORE_N - 1) / 2)
+    print(f"before: {BEFORE_CPU_S:.0f} CPU-s at {BEFORE_N} ({before_ms:.2f} ms a pair), other sizes scaled by "
+          f"n^{BEFORE_EXPONENT}; load average after: {load()}")
     return 0
 
 

@@ -5,8 +5,12 @@
                  graded in one batch by the engine shipped in dist's autograder.zip (as the
                  self-check grades them), with each case's results.json
 
-Tests that use them (marked automatically below), or that grade through the engine, otter or a
-notebook kernel, carry the `slow` marker; `pytest -m "not slow"` is the inner loop.
+Tests that use them or a module's own SLOW_FIXTURES (marked automatically below), or that grade through the
+engine, otter or a notebook kernel (marked one by one), carry the `slow` marker; `pytest -m "not slow"` is the
+inner loop.
+
+Under pytest-xdist (`-n 2`, the README's command) each is still made once per run: the first worker to
+need it makes it in the run's shared temporary folder, under a file lock; the others wait and read it.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import tempfile
 from dataclasses import dataclass
 
 import pytest
+from filelock import FileLock
 
 from autograder import build_cli, selfcheck
 from autograder.paths import REPO
@@ -28,21 +33,40 @@ SLOW_FIXTURES = {"dist", "graded_zoo"}
 
 
 def pytest_collection_modifyitems(items):
-    """A test that needs the build or the graded zoo is slow, whether or not its module says so."""
+    """A test that needs the build, the graded zoo or one of its module's SLOW_FIXTURES (module fixtures that grade,
+    build or run a kernel) is slow, whether or not it is marked so; the module's other tests stay in the inner loop."""
     for item in items:
-        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        slow = SLOW_FIXTURES | set(getattr(getattr(item, "module", None), "SLOW_FIXTURES", ()))
+        if slow & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
 
 
-@pytest.fixture(scope="session")
-def dist(tmp_path_factory) -> pathlib.Path:
-    """The folder of one build, made by the instructors' command."""
-    out = tmp_path_factory.mktemp("dist")
+def made_once(tmp_path_factory, worker_id: str, name: str, make) -> pathlib.Path:
+    """The folder `name`, filled by make(folder) once per test run, whichever xdist worker asks first (the others
+    wait on its lock). A make that failed leaves no mark: each worker that asks tries again, and fails alike."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base if worker_id == "master" else base.parent   # an xdist worker's folder is in the run's
+    folder, done = shared / name, shared / f"{name}.done"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
+
+
+def build(out: pathlib.Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "autograder", "build", "--out", str(out)],
                           cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "total" in proc.stdout
-    return out
+
+
+@pytest.fixture(scope="session")
+def dist(tmp_path_factory, worker_id) -> pathlib.Path:
+    """The folder of one build, made by the instructors' command."""
+    return made_once(tmp_path_factory, worker_id, "dist", build)
 
 
 @dataclass(frozen=True)
@@ -57,11 +81,11 @@ class GradedZoo:
 
 
 @pytest.fixture(scope="session")
-def graded_zoo(dist, tmp_path_factory) -> GradedZoo:
-    out = tmp_path_factory.mktemp("zoo")
+def graded_zoo(dist, tmp_path_factory, worker_id) -> GradedZoo:
     cases = {case.name: case for case in selfcheck.cases()}
-    results = selfcheck.grade(list(cases.values()), build_cli.existing(dist).autograder, out, WORKERS)
-    return GradedZoo(cases, results, out)
+    out = made_once(tmp_path_factory, worker_id, "zoo", lambda out: selfcheck.grade(
+        list(cases.values()), build_cli.existing(dist).autograder, out, WORKERS))
+    return GradedZoo(cases, selfcheck.read_results(out / "grades"), out)
 
 
 @pytest.fixture

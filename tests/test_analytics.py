@@ -88,3 +88,11 @@ def test_on_the_graded_zoo_every_test_is_listed_and_every_bug_shows_in_its_part(
     assert {case.part for case in graded_zoo.cases.values() if case.kind == "bug"} <= failing_parts
     assert any(HINT in row["top_failures"] for row in table if row["part"] == "1")   # the zoo's no-scale bug
     assert (out / "tests.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_the_self_checks_batch_writes_no_similarity_report_nobody_reads(graded_zoo):
+    """--no-similarity: the self-check grades edits of one reference, whose similarity report (every pair alike)
+    would cost more than the grading; a grader's run writes it (tests/test_regrade.py reads one)."""
+    out = graded_zoo.out / "grades"
+    assert (out / "grades.csv").is_file()
+    assert not (out / "similarity.csv").exists() and not (out / "similarity.html").exists()

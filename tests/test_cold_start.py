@@ -158,3 +158,22 @@ def test_the_results_list_the_tests_in_the_suites_order(graded_zoo):
     suite = [line.split("::", 1)[1] for line in collected.splitlines() if "::" in line]
     assert listed == [name for name in suite if name in set(listed)]
     assert any("device" in name for name in listed)   # the second-device tests are among them
+
+
+def test_a_graded_call_seeds_dropout_as_torch_manual_seed_does_without_formatting_a_stack_trace(monkeypatch):
+    """torch.manual_seed queues a formatted stack trace for every device type not started (CUDA on a CPU machine):
+    hundreds of microseconds before each call, opening source files the sandbox cannot read. seed_random gives
+    the same dropout stream and formats none (the control: torch.manual_seed does, here)."""
+    import traceback
+
+    from autograder.engine.executor import seed_random
+    formatted = []
+    monkeypatch.setattr(traceback, "format_stack", lambda *a, **k: formatted.append(1) or [])
+    x = torch.ones(64, 64)
+    torch.manual_seed(5)
+    theirs = torch.nn.functional.dropout(x, 0.5)
+    control = len(formatted)
+    seed_random(5)
+    ours = torch.nn.functional.dropout(x, 0.5)
+    assert torch.equal(ours, theirs)
+    assert len(formatted) == control and (control > 0 or torch.cuda.is_initialized())

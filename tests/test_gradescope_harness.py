@@ -36,9 +36,13 @@ def uploads(root) -> dict:
     for module in nothing_imports.glob("student/*.py"):
         if module.stem in SPEC.modules:
             module.write_text(module.read_text() + "\ndef unfinished(:\n")
-    spins = write_submission(root / "spins")   # a status the student's code chooses: timeout
-    padding = spins / "student" / "padding.py"
-    padding.write_text(padding.read_text().replace('    """\n', '    """\n    while True:\n        pass\n', 1))
+    # A status the student's code chooses: timeout. It spins in padding_mask, which no other graded code calls:
+    # two strikes end it (a spin in a function the module calls costs a strike in each caller, 10 s each).
+    spins = write_submission(root / "spins")
+    masking = spins / "student" / "masking.py"
+    before, after = masking.read_text().split("def padding_mask(")
+    spin = after.replace('    """\n', '    """\n    while True:\n        pass\n', 1)
+    masking.write_text(before + "def padding_mask(" + spin)
     no_package = root / "no-package.zip"
     with zipfile.ZipFile(no_package, "w") as zf:
         zf.writestr("attention.ipynb", "{}")

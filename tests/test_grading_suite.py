@@ -15,8 +15,6 @@ from autograder.zoo.bugs import BUGS
 from autograder.zoo.variants import VARIANTS
 from tests.suite_runner import grade_folder, part_scores
 
-pytestmark = pytest.mark.slow
-
 REFERENCE, STUBS = "reference", "stubs"
 
 

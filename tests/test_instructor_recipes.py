@@ -1,9 +1,9 @@
 """docs/instructors.md, performed: each recipe on a copy of the repository, then `python -m autograder selfcheck
 --quick` in that copy; and each kind of instructor mistake the guide promises the self-check names.
 
-Recipes that can share a copy do (re-weighting two parts, a hidden test for Part 3, Part 1's results shown at
-once, Gradescope's per-call timeout): each is applied and checked by its own test, and the self-check runs
-once on the copy holding all four. Dropping Part 6 and rewording a docstring get copies of their own.
+Recipes that can share a copy do (rewording a docstring, re-weighting two parts, a hidden test for Part 3, Part
+1's results shown at once, Gradescope's per-call timeout in both its forms): each is applied and checked by its own
+test, and the self-check runs once on the copy holding them all. Dropping Part 6 gets a copy of its own.
 """
 from __future__ import annotations
 
@@ -71,7 +71,10 @@ def results_of(copy: pathlib.Path, name: str) -> dict:
     return json.loads((copy / "out" / "selfcheck" / "grades" / "results" / f"{name}.json").read_text())
 
 
-# --------------------------------------------------------------------------- four recipes, one copy
+# --------------------------------------------------------------------------- five recipes, one copy
+
+SENTENCE = "        The result may be a view of x (no copy is needed).\n"
+ANCHOR = "        h*D ... (h+1)*D - 1 of every token: out[b, h, l, d] == x[b, l, h*D + d].\n"
 
 NEW_TEST = '''
 
@@ -83,8 +86,13 @@ def test_split_heads_of_a_single_token(student):
 
 @pytest.fixture(scope="module")
 def recipes(tmp_path_factory):
+    """The copy holding every recipe that can share one; returns (copy, generate's run, the self-check's run, the
+    build refused after a docstring was reworded and before `generate`)."""
     copy = repository_copy(tmp_path_factory.mktemp("recipes") / "repo")
     spec = "assignment/assignment.toml"
+    # Reword a docstring: a build before `generate` is refused.
+    edit(copy, "assignment/reference/heads.py", ANCHOR, ANCHOR + SENTENCE)
+    refused = command(copy, "build", "--out", str(copy.parent / "too-soon"), timeout=600)
     # Change two parts' points.
     edit(copy, spec, part_table(copy, 1), part_table(copy, 1).replace("points = 10", "points = 15"))
     edit(copy, spec, part_table(copy, 2), part_table(copy, 2).replace("points = 30", "points = 25"))
@@ -96,18 +104,18 @@ def recipes(tmp_path_factory):
     edit(copy, spec, "call_timeout = 10.0", "call_timeout = 30.0")
     generated = command(copy, "generate")
     checked = selfcheck(copy)
-    return copy, generated, checked
+    return copy, generated, checked, refused
 
 
 def test_recipes_leave_a_copy_whose_selfcheck_passes(recipes):
-    _copy, generated, checked = recipes
+    _copy, generated, checked, _refused = recipes
     assert generated.returncode == 0 and "rewrote" in generated.stdout, generated.stdout + generated.stderr
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "0 failed" in checked.stdout
 
 
 def test_recipe_change_two_parts_points(recipes):
-    copy, _generated, _checked = recipes
+    copy, _generated, _checked, _refused = recipes
     dist = copy / "out" / "selfcheck" / "dist"
     with zipfile.ZipFile(dist / "attention-handout.zip") as zf:
         readme = zf.read("README.md").decode()
@@ -118,7 +126,7 @@ def test_recipe_change_two_parts_points(recipes):
 
 
 def test_recipe_add_a_hidden_test_to_part_3(recipes):
-    copy, _generated, _checked = recipes
+    copy, _generated, _checked, _refused = recipes
     names = [test["name"] for test in results_of(copy, "reference")["tests"]]
     assert "Part 3 (Splitting and merging heads): test_split_heads_of_a_single_token" in names
     assert any("test_split_heads_of_a_single_token" in test["name"] and test["status"] == "failed"
@@ -126,7 +134,7 @@ def test_recipe_add_a_hidden_test_to_part_3(recipes):
 
 
 def test_recipe_show_part_1_at_once_and_the_rest_after_publication(recipes, tmp_path):
-    copy, _generated, _checked = recipes
+    copy, _generated, _checked, _refused = recipes
     autograder = copy / "out" / "selfcheck" / "dist" / "autograder.zip"
     submission = write_submission(tmp_path / "reference")
     run = harness.run(autograder, shutil.make_archive(str(tmp_path / "reference"), "zip", submission),
@@ -139,7 +147,7 @@ def test_recipe_show_part_1_at_once_and_the_rest_after_publication(recipes, tmp_
 
 
 def test_recipe_set_gradescopes_per_call_timeout(recipes):
-    copy, _generated, _checked = recipes
+    copy, _generated, _checked, _refused = recipes
     source = copy / "out" / "selfcheck" / "autograder-source"   # autograder.zip, unpacked by the self-check
     probe = "from autograder.engine.limits import Limits; print(Limits().call_timeout)"
     limit = subprocess.run([sys.executable, "-c", probe], cwd=source, capture_output=True, text=True, timeout=120,
@@ -155,23 +163,24 @@ SPINS = '''
 '''
 
 
-def test_the_per_call_timeout_set_for_gradescope_is_the_one_that_grades(tmp_path):
-    """The same setting in Otter's form (--otter-config {"timeout": 2}) against calls that compute 3.5 s:
-    graded normally by default, timeouts with the setting."""
-    copy = repository_copy(tmp_path / "repo")
+def test_the_per_call_timeout_set_for_gradescope_is_the_one_that_grades(recipes, tmp_path):
+    """Calls that compute 3.5 s: graded normally under the recipe's 30 s (the self-check's build), timeouts under the
+    same setting in Otter's form (--otter-config {"timeout": 2}), built from the same copy."""
+    copy = recipes[0]
     config = tmp_path / "otter_config.json"
     config.write_text(json.dumps({"timeout": 2}))
     slow = write_submission(tmp_path / "slow", overrides={"scaling.py": (REPO / "assignment/reference/scaling.py")
                                                           .read_text().replace("    # BEGIN SOLUTION\n",
                                                                                "    # BEGIN SOLUTION\n" + SPINS, 1)})
     upload = shutil.make_archive(str(tmp_path / "slow"), "zip", slow)
+    built = command(copy, "build", "--out", str(tmp_path / "two-seconds"), "--otter-config", str(config), timeout=600)
+    assert built.returncode == 0, built.stderr
     statuses = {}
-    for name, extra in (("default", []), ("two-seconds", ["--otter-config", str(config)])):
-        built = command(copy, "build", "--out", str(tmp_path / name), *extra, timeout=600)
-        assert built.returncode == 0, built.stderr
-        run = harness.run(tmp_path / name / "autograder.zip", upload, tmp_path / f"run-{name}")
+    builds = {"thirty-seconds": copy / "out" / "selfcheck" / "dist", "two-seconds": tmp_path / "two-seconds"}
+    for name, dist in builds.items():
+        run = harness.run(dist / "autograder.zip", upload, tmp_path / f"run-{name}")
         statuses[name] = run.results["extra_data"]["gradebook_row"]["status"]
-    assert statuses == {"default": "graded", "two-seconds": "timeout"}
+    assert statuses == {"thirty-seconds": "graded", "two-seconds": "timeout"}
 
 
 # --------------------------------------------------------------------------- drop Part 6
@@ -237,21 +246,10 @@ def test_recipe_drop_part_6(tmp_path):
     assert not any(line.startswith("bug-fused") for line in second.stdout.splitlines())
 
 
-# --------------------------------------------------------------------------- reword a docstring
-
-SENTENCE = "        The result may be a view of x (no copy is needed).\n"
-ANCHOR = "        h*D ... (h+1)*D - 1 of every token: out[b, h, l, d] == x[b, l, h*D + d].\n"
-
-
-def test_recipe_reword_a_docstring_and_rebuild_the_handout(tmp_path):
-    copy = repository_copy(tmp_path / "repo")
-    edit(copy, "assignment/reference/heads.py", ANCHOR, ANCHOR + SENTENCE)
-    refused = command(copy, "build", "--out", str(tmp_path / "too-soon"), timeout=600)
+def test_recipe_reword_a_docstring_and_rebuild_the_handout(recipes):
+    copy, _generated, _checked, refused = recipes
     assert refused.returncode == 1
     assert "student/heads.py" in refused.stderr and "python -m autograder generate" in refused.stderr
-    assert command(copy, "generate").returncode == 0
-    checked = selfcheck(copy)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
     with zipfile.ZipFile(copy / "out" / "selfcheck" / "dist" / "attention-handout.zip") as zf:
         assert SENTENCE.strip() in zf.read("student/heads.py").decode()
 

@@ -20,7 +20,7 @@ from autograder.zoo.bugs import BUGS
 
 BUG = next(bug for bug in BUGS if bug.name == "padding-mask-ignored")
 # Written by a payload only where it must never run: in otter's own process or kernel.
-pytestmark = pytest.mark.slow
+SLOW_FIXTURES = {"graded"}   # otter run and the batch command on five uploads (conftest.py)
 
 MARKERS = ("otter-log", "results-pkl", "results-pkl-top", "init-in-otter", "shadow-otter", "shadow-dill",
            "notebook-ran")
@@ -181,6 +181,7 @@ def test_a_submission_without_student_package_gets_zero_and_the_reason(graded):
     assert "grading ended with error. Reason: no student/ package" in by_otter["output"]
 
 
+@pytest.mark.slow
 def test_the_tampering_payloads_are_live(tmp_path):
     """Each payload fires where plain otter would give it the chance (so the test above can fail)."""
     markers = tmp_path / "markers"

@@ -13,8 +13,6 @@ from autograder.engine import submissions
 from autograder.samples import write_submission
 from tests import grading_command
 
-pytestmark = pytest.mark.slow
-
 
 def grade(*args) -> subprocess.CompletedProcess:
     return grading_command.grade(*args, "--workers", "2")
@@ -24,6 +22,7 @@ def rows(out) -> dict[str, dict]:
     return {row["submission"]: row for row in csv.DictReader((out / "grades.csv").open())}
 
 
+@pytest.mark.slow
 def test_a_changed_submission_is_graded_again_and_says_so_and_force_regrades_by_name(tmp_path):
     write_submission(tmp_path / "class" / "alice")
     fixed = write_submission(tmp_path / "class" / "bob", solution=False)
@@ -73,6 +72,7 @@ submission_2:
 """
 
 
+@pytest.mark.slow
 def test_an_export_graded_twice_then_regraded_says_what_differs_from_gradescope_and_from_the_earlier_run(tmp_path):
     export = tmp_path / "export"
     write_submission(export / "submission_1")

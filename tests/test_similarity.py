@@ -1,15 +1,27 @@
-"""Who may have copied: disguised copies are found, independent solutions and the handout's code are not."""
+"""Who may have copied: disguised copies are found, independent solutions and the handout's code are not; the
+measure is copydetect's to the last bit, however the work is spread; the shipped engine knows the handout too."""
 from __future__ import annotations
 
 import ast
+import functools
+import itertools
+import json
+import os
 import pathlib
 import re
+import signal
+import subprocess
+import sys
+import zipfile
 
+import numpy as np
 import pytest
 
 from autograder.cohort import hands
 from autograder.cohort.disguise import disguise
 from autograder.engine import similarity, submissions
+from autograder.otter import packaging
+from autograder.paths import REPO
 from autograder.samples import reference_source, write_submission
 from autograder.stubs import GRADED_MODULES
 
@@ -87,3 +99,146 @@ def test_a_disguise_renames_locals_and_reorders_functions_but_keeps_the_interfac
     signatures = {n.name: ast.dump(n.args) for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)}
     assert signatures == {n.name: ast.dump(n.args) for n in ast.parse(changed).body if isinstance(n, ast.FunctionDef)}
     assert {m: disguise(reference_source(m), 1) for m in GRADED_MODULES}   # every graded module parses back
+
+
+def copydetect_pairs(codes, threshold=similarity.THRESHOLD, min_shared=similarity.MIN_SHARED):
+    """The oracle: every pair compared by copydetect's own compare_files, as similarity.compare did before it was vectorised
+    -> {(first, second): (shares, shared tokens, slices)} of the pairs it flags."""
+    import copydetect
+    prints = [similarity._fingerprint(code.text, boilerplate()) for code in codes]
+    found = {}
+    for (a, print_a), (b, print_b) in itertools.combinations(zip(codes, prints, strict=True), 2):
+        if not a.people & b.people and print_a.hashes & print_b.hashes:
+            shared, shares, slices = copydetect.compare_files(print_a, print_b)
+            if shared >= min_shared and sum(shares) / 2 >= threshold:
+                found[a.name, b.name] = ((float(shares[0]), float(shares[1])), int(shared), slices)
+    return found
+
+
+@functools.cache
+def boilerplate():
+    """The handout's fingerprint hashes, as compare removes them."""
+    return np.unique(np.array(list(similarity._fingerprint(similarity.handout_code()).hashes)))
+
+
+def as_found(pairs) -> dict:
+    return {(p.first.name, p.second.name): (p.shares, p.shared_tokens, p.slices) for p in pairs}
+
+
+def assert_same(ours: dict, theirs: dict) -> None:
+    assert ours.keys() == theirs.keys()
+    for key, (shares, tokens, slices) in ours.items():
+        assert (shares, tokens) == theirs[key][:2], key   # to the last bit, not to 3 decimals
+        assert all(np.array_equal(mine, its) for mine, its in zip(slices, theirs[key][2], strict=True)), key
+
+
+@pytest.mark.parametrize(("workers", "block_cells"), [(1, similarity.BLOCK_CELLS), (2, similarity.BLOCK_CELLS),
+                                                     (1, 5000)])
+def test_every_pair_is_measured_exactly_as_copydetects_compare_files_measures_it(hand_class, workers, block_cells,
+                                                                                 monkeypatch):
+    """Every pair that shares anything (threshold 0): the same shares, shared tokens and slices, in one process,
+    spread over two, and with a few partners to a matrix (as a huge submission is compared)."""
+    monkeypatch.setattr(similarity, "BLOCK_CELLS", block_cells)
+    codes = list(hand_class.values())
+    everything = {"threshold": 0.0, "min_shared": 0}
+    theirs = copydetect_pairs(codes, **everything)
+    assert len(theirs) >= 40, "too few pairs share code to prove anything"
+    assert_same(as_found(similarity.compare(codes, workers=workers, **everything)), theirs)
+    assert_same(as_found(similarity.compare(codes, workers=workers)), copydetect_pairs(codes))
+
+
+def test_independent_hands_share_code_yet_no_pair_can_be_flagged(hand_class):
+    """Every submission's partners all fail the bound (no slices to compute): nothing flagged, as by copydetect."""
+    codes = [code for name, code in hand_class.items() if not name.endswith("-copy")]
+    assert len(copydetect_pairs(codes, threshold=0.0, min_shared=0)) >= 10
+    assert similarity.compare(codes) == [] and copydetect_pairs(codes) == {}
+
+
+def test_the_pairs_whose_slices_are_skipped_could_never_be_flagged(hand_class):
+    """_may_be_flagged's bound, (one side's share + 1) / 2, is above the pair's similarity: every partner it skips
+    is, by compare_files, below the threshold (or, as the first of the pair, below MIN_SHARED)."""
+    codes = list(hand_class.values())
+    known = similarity._indexed([similarity._prints(similarity._fingerprint(code.text, boilerplate()))
+                                 for code in codes], similarity.THRESHOLD, similarity.MIN_SHARED)
+    theirs = copydetect_pairs(codes, threshold=0.0, min_shared=0)
+    rows = [similarity._row(known, a) for a in range(len(codes))]
+    skipped = [(a, b) for a, (partners, _, slices) in enumerate(rows) for b in partners.tolist() if b not in slices]
+    assert len(skipped) >= 10, "the bound skipped nothing: this test proves nothing"
+    for a, b in skipped:
+        first, second = sorted((a, b))
+        shares, tokens, _ = theirs[codes[first].name, codes[second].name]
+        assert sum(shares) / 2 < similarity.THRESHOLD or (a == first and tokens < similarity.MIN_SHARED)
+
+
+def test_a_share_of_hashes_is_no_bound_on_the_share_of_code():
+    """Why the bound is not "the fraction of each side's hashes shared": shared k-grams k apart cover k characters
+    each, so the share of code can be many times the share of hashes."""
+    isolated = np.zeros((1, 250), bool)
+    isolated[0, ::25] = True   # every 25th of 250 consecutive k-grams: 4% of the hashes
+    covered = similarity._covered(isolated, np.arange(250))[0]
+    assert covered / (250 + similarity.NOISE - 1) > 0.9
+
+
+def _dies_in_a_worker(parent: int, item: int) -> int:
+    if item == 3 and os.getpid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)   # as the kernel kills a process out of memory
+    return item * 10
+
+
+def test_a_worker_killed_breaks_nothing_the_work_is_done_in_this_process():
+    assert similarity._spread(_dies_in_a_worker, range(8), os.getpid(), workers=2) == [i * 10 for i in range(8)]
+
+
+def run_engine(root: pathlib.Path, folder: pathlib.Path, out: pathlib.Path) -> dict:
+    """similarity.write of the engine under root on the submissions in folder, in a fresh Python: what it
+    imported and which pairs it flagged."""
+    script = ("import json, sys\n"
+              "from autograder.engine import similarity, submissions\n"
+              f"pairs = similarity.write(__import__('pathlib').Path({str(out)!r}), "
+              f"submissions.discover([{str(folder)!r}]))\n"
+              "print(json.dumps({'engine': similarity.__file__, 'modules': sorted(sys.modules),"
+              " 'flagged': sorted([p.first.name, p.second.name] for p in pairs)}))\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    ran = json.loads(proc.stdout.splitlines()[-1])
+    assert pathlib.Path(ran["engine"]).is_relative_to(root), "the wrong engine ran"
+    return ran
+
+
+def test_one_submission_loads_neither_copydetect_nor_numpy(tmp_path):
+    """Gradescope's run grades one submission: its similarity report is written without the comparison's
+    machinery (copydetect, numpy, matplotlib, pygments: none of them in the image's imports)."""
+    write_submission(tmp_path / "class" / "only")
+    ran = run_engine(REPO, tmp_path / "class", tmp_path)
+    assert ran["flagged"] == []
+    assert not {"copydetect", "numpy", "matplotlib", "pygments"} & set(ran["modules"])
+    assert "0 pair(s)" in (tmp_path / "similarity.html").read_text()
+
+
+@pytest.fixture(scope="module")
+def shipped_engine(tmp_path_factory):
+    """The engine as autograder.zip ships it, unpacked: its student/ holds only __init__.py."""
+    root = tmp_path_factory.mktemp("shipped")
+    with zipfile.ZipFile(packaging.build_autograder_zip(root / "autograder.zip")) as zf:
+        zf.extractall(root / "source")
+    assert sorted(p.name for p in (root / "source" / "student").iterdir()) == ["__init__.py"]
+    return root / "source"
+
+
+def test_the_engine_shipped_in_autograder_zip_knows_the_handout_as_boilerplate(shipped_engine, tmp_path):
+    """Untouched stubs and one student's edit: nothing flagged. Without the handout's files the zip carries (the
+    engine before the build shipped it), the handout's code is what they share, and every pair is a "copy"."""
+    folder = tmp_path / "class"
+    for name in ("stub-a", "stub-b", "stub-c"):
+        write_submission(folder / name, solution=False)
+    write_submission(folder / "edited", solution=False,
+                     overrides={"masking.py": reference_source("masking.py")})
+    assert run_engine(shipped_engine, folder, tmp_path)["flagged"] == []
+    (shipped_engine / similarity.HANDOUT_BUNDLE).unlink()   # the defence off
+    try:
+        flagged = run_engine(shipped_engine, folder, tmp_path)["flagged"]
+    finally:
+        (shipped_engine / similarity.HANDOUT_BUNDLE).write_text(similarity.handout_bundle())
+    assert len(flagged) == 6, flagged   # every pair of the four

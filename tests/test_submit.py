@@ -14,7 +14,7 @@ from autograder.samples import write_submission
 from autograder.stubs import GRADED_MODULES, generated_stubs
 from student.submit import DEFAULT_ZIP, unimplemented
 
-pytestmark = pytest.mark.slow
+SLOW_FIXTURES = {"submitted"}   # student.submit run on the reference and the stubs (conftest.py)
 
 ALL_STUBBED = ["heads.split_heads", "heads.merge_heads", "masking.causal_mask", "masking.padding_mask",
                "masking.apply_mask", "masking.scaled_dot_product_attention", "multihead.MultiHeadAttention.__init__",

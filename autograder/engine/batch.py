@@ -57,7 +57,7 @@ class Run:
     rows: list[dict]                     # every submission's row, this run's and those kept from before
     note: str                            # the isolation line
     tests: list[analytics.TestStat]      # per hidden test: tests.csv
-    pairs: list[similarity.Pair] = field(default_factory=list)       # flagged for a look: similarity.csv
+    pairs: list[similarity.Pair] | None = None   # flagged for a look: similarity.csv (None: not compared)
     disagreements: list[dict] = field(default_factory=list)          # with Gradescope's scores: gradescope.csv
     changes: list[changes.Change] | None = None    # --regrade: against the earlier run (None: no earlier run)
     earlier: pathlib.Path | None = None            # --regrade: where the earlier run's files were moved
@@ -66,7 +66,7 @@ class Run:
 
 
 def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None, keep: str | None = None,
-              private=(), force=(), regrade: bool = False, repeat: int = 1, due=None) -> Run:
+              private=(), force=(), regrade: bool = False, repeat: int = 1, due=None, similar: bool = True) -> Run:
     """Grade everything under paths that out/ has no result for yet, then write the class's files: grades.csv,
     summary.png, tests.csv and .png (analytics.py), similarity.csv and .html (similarity.py), gradescope.csv
     (recorded.py).
@@ -77,7 +77,8 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
     `force` that matches no submission.
     regrade: out's earlier results are moved to out/earlier/<time>/, everything is graded again, and
     changes.csv says what changed. repeat: grade everything this many times in all (out/repeat-N/) and list
-    what differed in repeat.csv. due: the due date where an export's metadata names none (the late column)."""
+    what differed in repeat.csv. due: the due date where an export's metadata names none (the late column).
+    similar: write the similarity report (False: a run whose class report nobody reads, as the self-check's)."""
     for raw in paths:
         if not os.path.lexists(raw):
             raise FileNotFoundError(f"{raw}: no such file or folder")
@@ -106,7 +107,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         progress = Progress(len(todo), len(rows), progress_stream)
         rows += _grade(template, todo, out, workers, limits, note, list(rows), progress, keep, contents, again, suite)
         progress.close()
-        run = Run(rows, note, analytics.write(out, rows), similarity.write(out, found),
+        run = Run(rows, note, analytics.write(out, rows), similarity.write(out, found) if similar else None,
                   recorded.write_disagreements(out, rows), stale=sum(r.get("graded_with") != suite for r in rows))
         if earlier:
             run.earlier = earlier

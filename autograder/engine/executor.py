@@ -222,6 +222,17 @@ def _plain_or_none(grads):
     return None if grads is None else [plain_result(g) if g is not None else None for g in grads]
 
 
+def seed_random(seed: int) -> None:
+    """Seed the generators a graded call draws from, as torch.manual_seed(seed) would: the CPU's (the emulated
+    device's operations run on it too) and, once CUDA is running, every CUDA device's, so dropout gives the
+    same stream on every device. Not torch.manual_seed itself: for each device type not yet started (CUDA on a
+    CPU machine, MPS, XPU, MTIA) it queues the seed with a formatted stack trace, hundreds of microseconds
+    a call spent opening source files a sandbox cannot read."""
+    torch.default_generator.manual_seed(seed)
+    if torch.cuda.is_initialized():
+        torch.cuda.manual_seed_all(seed)
+
+
 def execute_call(student, function: str, args=(), kwargs=None, *, device: str = "cpu", seed: int = 0,
                  grad_outputs=None, sdpa_backend: str | None = None, default_device: str | None = None) -> ExecutedCall:
     """student.<function>(*args, **kwargs) on copies of the arguments moved to device."""
@@ -237,7 +248,7 @@ def execute_call(student, function: str, args=(), kwargs=None, *, device: str = 
         if tensor is not None:
             tensor.requires_grad_(True)
     seen: list[str] = []
-    torch.manual_seed(seed)
+    seed_random(seed)
     try:
         with watching_attention(seen), restricting_sdpa(sdpa_backend), defaulting_to(default_device):
             value = getattr(student, function)(*args, **kwargs)
@@ -262,7 +273,7 @@ def execute_module(student, *, init_kwargs: dict, state_dict=None, forward_kwarg
         raise ValueError(f"{method!r} is not a graded method of {MODULE_CLASS}")   # the grader's mistake
     target = _device(device, default_device)
     seen: list[str] = []
-    torch.manual_seed(seed)
+    seed_random(seed)
     try:
         module = getattr(student, MODULE_CLASS)(**init_kwargs)
         parameters = {str(name): plain_result(p.detach()) for name, p in module.named_parameters()}
@@ -281,7 +292,7 @@ def execute_module(student, *, init_kwargs: dict, state_dict=None, forward_kwarg
         for value in inputs.values():
             if wants_grad and isinstance(value, torch.Tensor) and value.is_floating_point():
                 value.requires_grad_(True)
-        torch.manual_seed(seed)
+        seed_random(seed)
         input_grads = param_grads = None
         with watching_attention(seen), restricting_sdpa(sdpa_backend), defaulting_to(default_device), \
                 noting_steps(module, seen, method):

@@ -1,7 +1,7 @@
 """Who may have copied: pairwise code similarity across a class, a flag for a human, never points.
 
     pairs = compare(codes)                       # codes: [Code, ...], one per submission
-    write(out, pairs, codes)                     # out/similarity.csv and out/similarity.html
+    write(out, found)                            # out/similarity.csv and out/similarity.html
 
 Built on copydetect (winnowing, as MOSS does): each submission's Python files under student/ are joined
 into one document, tokenized (names become V, F, O; strings S; comments and spacing go), and fingerprinted
@@ -16,22 +16,45 @@ copy averages 0.87 to 0.94 with its original, independent correct solutions 0.57
 larger share: one student who wrote only the canonical one-liners is wholly contained in everyone else.)
 Submissions of the same students (a group) are never compared with each other.
 Reading a submission never runs it: the trusted side only unpacks files and tokenizes text.
+
+How it scales: copydetect still fingerprints each submission (its tokenizer, hashes and boilerplate
+removal: the measure stays copydetect's), but pairs are no longer compared one at a time by its compare_files,
+which builds a numpy array per shared hash. An inverted index (hash -> the submissions holding it) gives each
+submission, as one boolean matrix, which of its k-grams every other submission holds too; the length those
+k-grams cover is copydetect's token overlap, summed for all partners at once (_covered). Submissions are spread
+over the machine's cores by forked processes (fork: Python's str hashes, which the fingerprints are, stay the
+same in every worker); a small class stays in one process. Where the shared code lies (the slices) is computed
+only for pairs that can still be flagged: the other side's share is at most 1, so one side's share bounds the
+pair's similarity (_may_be_flagged). Shares, shared tokens and slices equal compare_files' to the last bit
+(tests/test_similarity.py checks it pair by pair).
+
+The handout is the boilerplate wherever the engine runs: autograder.zip ships of student/ only __init__.py, so
+the build writes the handout's files into the zip (handout_bundle -> HANDOUT_BUNDLE), derived from student/.
+A single submission (Gradescope's run) is never compared: neither copydetect nor numpy is imported.
 """
 from __future__ import annotations
 
+import bisect
 import csv
 import functools
 import html
 import io
 import itertools
+import json
+import os
 import pathlib
+import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from autograder.engine import submissions
 from autograder.engine.files import atomic_write
 from autograder.engine.sanitize import csv_cell, printable
-from autograder.paths import STUDENT_DIR
+from autograder.paths import REPO, STUDENT_DIR
+
+if TYPE_CHECKING:
+    import numpy as np
 
 NOISE = 25            # k: the shortest match (in tokenized characters) that counts
 THRESHOLD = 0.7       # flagged when the two sides' shared parts average at least this
@@ -40,6 +63,10 @@ MAX_FILE_CHARS = 200_000   # a larger file is cut: enough to compare, bounded wo
 SHOWN_PAIRS = 100     # pairs drawn side by side in similarity.html (similarity.csv lists them all)
 CSV_COLUMNS = ("first", "second", "similarity", "first_share", "second_share", "shared_tokens",
                "first_spans", "second_spans")
+PARALLEL_FROM = 60    # submissions: a smaller class is compared in one process (forking costs more than it saves)
+BLOCK_CELLS = 1 << 21  # at most this many (partner, k-gram) cells in one matrix: memory bounded on huge files
+# The handout's student/ files, written into autograder.zip by the build (whose student/ holds only __init__.py).
+HANDOUT_BUNDLE = "autograder/engine/similarity_handout.json"
 
 
 @dataclass(frozen=True)
@@ -84,9 +111,22 @@ def join_files(root: pathlib.Path, skip: dict[str, str] | None = None) -> tuple[
 
 @functools.cache
 def handout_files() -> dict[str, str]:
-    """The handout's own student/ package, as students received it: file name -> text (as join_files reads it)."""
-    return {path.relative_to(STUDENT_DIR).as_posix(): path.read_text(errors="replace") + "\n"
-            for path in sorted(STUDENT_DIR.rglob("*.py"))}
+    """The handout's own student/ package, as students received it: file name -> text (as join_files reads it).
+    The engine shipped in autograder.zip finds them in HANDOUT_BUNDLE, which the build derived from student/;
+    without them every untouched stub would count as shared code, and every pair as a copy."""
+    bundle = REPO / HANDOUT_BUNDLE
+    return json.loads(bundle.read_text(encoding="utf-8")) if bundle.is_file() else package_files(STUDENT_DIR)
+
+
+def package_files(folder: pathlib.Path) -> dict[str, str]:
+    """The .py files under folder (sorted by path): file name -> text, with the newline join_files adds."""
+    return {path.relative_to(folder).as_posix(): path.read_text(errors="replace") + "\n"
+            for path in sorted(folder.rglob("*.py"))}
+
+
+def handout_bundle() -> str:
+    """HANDOUT_BUNDLE's content, for the build to write into autograder.zip: the repository's student/ files."""
+    return json.dumps(package_files(STUDENT_DIR))
 
 
 def handout_code() -> str:
@@ -106,53 +146,259 @@ def read(submission) -> Code | None:
     return Code(submission.name, submission.slug, people, text, files)
 
 
+def _read_of(found, index: int) -> Code | None:
+    return read(found[index])
+
+
 def _fingerprint(code: str, boilerplate=None):
     """copydetect's fingerprint of Python code (window 1: every k-gram kept, so no match of NOISE is missed)."""
     from copydetect import CodeFingerprint
     return CodeFingerprint("submission.py", NOISE, 1, boilerplate, language="python", fp=io.StringIO(code))
 
 
-def compare(codes: list[Code], boilerplate: str | None = None, threshold: float = THRESHOLD,
-            min_shared: int = MIN_SHARED) -> list[Pair]:
-    """Every pair of submissions (not of one group) above the threshold, the most similar first."""
+@dataclass(frozen=True)
+class _Prints:
+    """One submission's fingerprints, as arrays: what the comparison reads of copydetect's CodeFingerprint."""
+    positions: np.ndarray   # where each kept k-gram starts in the tokenized text, ascending
+    hashes: np.ndarray      # each one's hash (in _Index: the hash's number in the class's index)
+    coverage: float         # copydetect's token_coverage: the tokenized characters the kept k-grams cover
+    offsets: np.ndarray     # copydetect's offsets: from the tokenized text back to the submitted one
+
+
+def _prints(fingerprint) -> _Prints:
+    """copydetect's hash -> [positions] as two arrays in the order of the text: what the rows compare."""
     import numpy as np
-    from copydetect import compare_files
+    positions = [np.asarray(where, np.int64) for where in fingerprint.hash_idx.values()]
+    hashes = np.repeat(np.fromiter(fingerprint.hash_idx, np.int64, len(positions)), [len(p) for p in positions])
+    positions = np.concatenate(positions) if positions else np.zeros(0, np.int64)
+    order = np.argsort(positions, kind="stable")
+    return _Prints(positions[order], hashes[order], float(fingerprint.token_coverage), fingerprint.offsets)
+
+
+def _prints_of(texts_and_boilerplate, index: int) -> _Prints:
+    texts, boilerplate = texts_and_boilerplate
+    return _prints(_fingerprint(texts[index], boilerplate))
+
+
+@dataclass(frozen=True)
+class _Index:
+    """The class's fingerprints and which submissions hold each hash (what every row of the comparison reads:
+    forked, never pickled)."""
+    prints: list[_Prints]    # hashes numbered 0 .. len(start) - 2
+    holders: np.ndarray     # the submissions holding hash number h: holders[start[h]:start[h + 1]]
+    start: np.ndarray
+    threshold: float
+    min_shared: int
+
+    def holding(self, numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every (k-gram, submission holding its hash) of these hash numbers, as (index in numbers, submission)."""
+        import numpy as np
+        first, count = self.start[numbers], self.start[numbers + 1] - self.start[numbers]
+        which = np.repeat(np.arange(len(numbers)), count)
+        rank = np.arange(len(which)) - np.repeat(np.cumsum(count) - count, count)
+        return which, self.holders[first[which] + rank]
+
+
+def _indexed(prints: list[_Prints], threshold: float, min_shared: int) -> _Index:
+    """Number the class's hashes and list, for each, the submissions holding it: an inverted index, as MOSS keeps."""
+    import numpy as np
+    values, numbers = np.unique(np.concatenate([p.hashes for p in prints]), return_inverse=True)
+    numbered = np.split(numbers, np.cumsum([len(p.hashes) for p in prints])[:-1])
+    held = [np.unique(n) for n in numbered]
+    by_hash = np.concatenate(held)
+    order = np.argsort(by_hash, kind="stable")
+    holders = np.repeat(np.arange(len(held)), [len(h) for h in held])[order]
+    start = np.searchsorted(by_hash[order], np.arange(len(values) + 1))
+    return _Index([replace(p, hashes=n) for p, n in zip(prints, numbered, strict=True)], holders, start,
+                  threshold, min_shared)
+
+
+def _covered(shared: np.ndarray, positions: np.ndarray, k: int = NOISE) -> np.ndarray:
+    """For each row of shared (which of one submission's k-grams, starting at positions, one other submission
+    holds too): the tokenized characters those k-grams cover, the union of [p, p + k). That is copydetect's token
+    overlap, the summed length of get_copied_slices' slices: each shared k-gram adds its distance from the
+    previous one, k at most (k for the first)."""
+    import numpy as np
+    last = np.maximum.accumulate(np.where(shared, positions, -k), axis=1)
+    previous = np.concatenate([np.full((len(shared), 1), -k), last[:, :-1]], axis=1)
+    return np.where(shared, np.minimum(positions - previous, k), 0).sum(axis=1)
+
+
+def _slices(shared: np.ndarray, mine: _Prints, k: int = NOISE) -> list[np.ndarray]:
+    """copydetect's copied slices (2 x N: starts, ends in the submitted text) for each row of shared, as
+    get_copied_slices and compare_files make them: shared k-grams less than k apart run together."""
+    import numpy as np
+    if len(shared) == 0:
+        return []
+    rows, columns = np.nonzero(shared)   # row by row, positions ascending (each row holds at least one)
+    at = mine.positions[columns]
+    begins = np.ones(len(at), bool)
+    begins[1:] = (rows[1:] != rows[:-1]) | (np.diff(at) > k - 1)
+    ends = np.append(begins[1:], True)
+    starts, stops = _submitted(mine.offsets, at[begins]), _submitted(mine.offsets, at[ends] + k)
+    cuts = np.searchsorted(rows[begins], np.arange(len(shared) + 1)).tolist()   # row r: slices cuts[r]:cuts[r + 1]
+    return [np.array([starts[i:j], stops[i:j]]) for i, j in itertools.pairwise(cuts)]
+
+
+def _submitted(offsets: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Offsets in the tokenized text -> in the submitted text (compare_files' last step)."""
+    import numpy as np
+    if len(offsets) == 0:
+        return at
+    return at + offsets[:, 1][np.clip(np.searchsorted(offsets[:, 0], at), 0, offsets.shape[0] - 1)]
+
+
+def _may_be_flagged(a: int, others: np.ndarray, covered: np.ndarray, known: _Index) -> np.ndarray:
+    """Which of a's partners can still be flagged with it, judged from a's side alone. The other side's share is
+    at most 1 (a part of its covered length), so the pair's similarity is at most (a's share + 1) / 2: a true
+    upper bound, also in floating point (rounding is monotonic). Where a is the pair's first submission, its
+    covered length is the pair's shared tokens, which must reach min_shared."""
+    bound = (covered / known.prints[a].coverage + 1.0) / 2
+    return (bound >= known.threshold) & ((others < a) | (covered >= known.min_shared))
+
+
+def _row(known: _Index, a: int) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
+    """Submission a against every other that holds one of its k-grams: those others, the length of a's tokenized
+    code each shares, and a's copied slices with each that may be flagged."""
+    import numpy as np
+    mine = known.prints[a]
+    others, row, which = _partners(known, a)
+    covered, slices = np.zeros(len(others), np.int64), {}
+    step = max(1, BLOCK_CELLS // max(1, len(mine.positions)))
+    for first in range(0, len(others), step):   # a block of partners at a time: memory stays bounded
+        block, inside = slice(first, first + step), (row >= first) & (row < first + step)
+        shared = np.zeros((len(others[block]), len(mine.positions)), bool)   # partner x a's k-grams
+        shared[row[inside] - first, which[inside]] = True
+        covered[block] = _covered(shared, mine.positions)
+        maybe = _may_be_flagged(a, others[block], covered[block], known)
+        slices.update(zip(others[block][maybe].tolist(), _slices(shared[maybe], mine), strict=True))
+    return others, covered, slices
+
+
+def _partners(known: _Index, a: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The submissions holding any of a's k-grams (ascending), and for every (k-gram of a, other holder) its
+    holder's place among them and the k-gram's place in a."""
+    import numpy as np
+    which, holder = known.holding(known.prints[a].hashes)
+    which, holder = which[holder != a], holder[holder != a]
+    others = np.flatnonzero(np.bincount(holder, minlength=len(known.prints)))
+    place = np.zeros(len(known.prints), np.int64)
+    place[others] = np.arange(len(others))
+    return others, place[holder], which
+
+
+_SHARED = None   # what _spread's forked workers read: set just before they fork
+
+
+def _with_shared(function, item):
+    return function(_SHARED, item)
+
+
+def _workers(submissions: int) -> int:
+    """How many processes compare a class of this size: the cores this process may use (1 for a small class,
+    or where processes cannot fork)."""
+    if submissions < PARALLEL_FROM:
+        return 1
+    import multiprocessing
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _spread(function, items: range, shared, workers: int) -> list:
+    """[function(shared, item) for item in items], spread over `workers` forked processes. shared reaches them
+    by fork (never pickled; Python's str hashes, which the fingerprints are, stay the same); items and results
+    travel. A worker that dies (killed for its memory) breaks the pool instead of hanging it: the work is then
+    done in this process."""
+    global _SHARED
+    if workers <= 1 or len(items) < 2:
+        return [function(shared, item) for item in items]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    _SHARED = shared
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            return list(pool.map(functools.partial(_with_shared, function), items,
+                                 chunksize=max(1, len(items) // (4 * workers))))
+    except BrokenProcessPool:
+        return [function(shared, item) for item in items]
+    finally:
+        _SHARED = None
+
+
+def compare(codes: list[Code], boilerplate: str | None = None, threshold: float = THRESHOLD,
+            min_shared: int = MIN_SHARED, workers: int | None = None) -> list[Pair]:
+    """Every pair of submissions (not of one group) above the threshold, the most similar first.
+    workers: processes to spread the work over (default: the cores, 1 below PARALLEL_FROM submissions)."""
+    if len(codes) < 2:   # nothing to compare: neither copydetect nor numpy is imported
+        return []
+    import numpy as np
+    workers = _workers(len(codes)) if workers is None else workers
     common = np.unique(np.array(list(_fingerprint(handout_code() if boilerplate is None else boilerplate).hashes)))
-    prints = [_fingerprint(code.text, common) for code in codes]
-    pairs = []
-    for (a, print_a), (b, print_b) in itertools.combinations(zip(codes, prints, strict=True), 2):
-        if a.people & b.people or not print_a.hashes & print_b.hashes:
-            continue
-        shared, shares, slices = compare_files(print_a, print_b)
-        if shared >= min_shared and sum(shares) / 2 >= threshold:
-            pairs.append(Pair(a, b, (float(shares[0]), float(shares[1])), int(shared), slices))
+    prints = _spread(_prints_of, range(len(codes)), ([code.text for code in codes], common), workers)
+    known = _indexed(prints, threshold, min_shared)
+    return _pairs(codes, known, _spread(_row, range(len(codes)), known, workers))
+
+
+def _pairs(codes: list[Code], known: _Index, rows: list) -> list[Pair]:
+    """The flagged pairs, from every submission's row: shares and shared tokens as compare_files gives them (the
+    first submission's covered length; each side's covered length over its token coverage)."""
+    import numpy as np
+    covered = np.zeros((len(codes), len(codes)), np.int64)
+    for a, (others, lengths, _) in enumerate(rows):
+        covered[a, others] = lengths
+    coverage = np.array([p.coverage for p in known.prints])
+    first, second = np.nonzero(np.triu(covered, 1))
+    shared = covered[first, second]
+    shares = shared / coverage[first], covered[second, first] / coverage[second]
+    flagged = (shared >= known.min_shared) & ((shares[0] + shares[1]) / 2 >= known.threshold)
+    pairs = [Pair(codes[a], codes[b], (float(s), float(t)), int(tokens), (rows[a][2][b], rows[b][2][a]))
+             for a, b, s, t, tokens in zip(first[flagged].tolist(), second[flagged].tolist(), shares[0][flagged],
+                                           shares[1][flagged], shared[flagged], strict=True)
+             if not codes[a].people & codes[b].people]
     return sorted(pairs, key=lambda p: (-p.similarity, -p.shared_tokens, p.first.name, p.second.name))
 
 
 def spans(code: Code, slices) -> str:
-    """Where the shared code lies: "masking.py:40-52; heads.py:20-31" (lines in each file)."""
-    places = []
-    for start, end in zip(*slices, strict=True):
-        first, last = _place(code, int(start)), _place(code, max(int(start), int(end) - 1))
-        same_file = first[0] == last[0]
-        places.append(f"{first[0]}:{first[1]}-{last[1]}" if same_file else f"{first[0]}:{first[1]}-{last[0]}:{last[1]}")
-    return "; ".join(places)
+    """Where the shared code lies: "masking.py:40-52; heads.py:20-31" (lines in each file). slices: 2 x N."""
+    return _Places(code).spans(slices)
 
 
-def _place(code: Code, offset: int) -> tuple[str, int]:
-    """(file name, line in that file) of an offset in the joined text."""
-    start, name = next(((s, n) for s, n in reversed(code.files) if s <= offset), (0, "?"))
-    return name, code.text.count("\n", start, offset) + 1
+class _Places:
+    """Places in one submission's joined text: (file name, line in that file) of an offset. Made once per
+    submission for a class's report, which names the same submission's places in hundreds of pairs."""
+
+    def __init__(self, code: Code):
+        self.breaks = [match.start() for match in re.finditer("\n", code.text)]
+        self.starts = [start for start, _ in code.files]
+        # [i]: of an offset that i files start at or before ("?" and the text's start when none does)
+        self.names = ["?", *(name for _, name in code.files)]
+        self.lines_before = [0, *(bisect.bisect_left(self.breaks, start) for start in self.starts)]
+
+    def place(self, offset: int) -> tuple[str, int]:
+        i = bisect.bisect_right(self.starts, offset)
+        return self.names[i], bisect.bisect_left(self.breaks, offset) - self.lines_before[i] + 1
+
+    def spans(self, slices) -> str:
+        places = []
+        for start, end in zip(*slices.tolist(), strict=True):
+            (first, line), (last, last_line) = self.place(start), self.place(max(start, end - 1))
+            places.append(f"{first}:{line}-{last_line}" if first == last else f"{first}:{line}-{last}:{last_line}")
+        return "; ".join(places)
 
 
 def write_csv(out: pathlib.Path, pairs: list[Pair]) -> None:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
+    codes = {code for pair in pairs for code in (pair.first, pair.second)}
+    names, places = {code: csv_cell(code.name) for code in codes}, {code: _Places(code) for code in codes}
     for pair in pairs:
-        writer.writerow([csv_cell(pair.first.name), csv_cell(pair.second.name), round(pair.similarity, 3),
+        writer.writerow([names[pair.first], names[pair.second], round(pair.similarity, 3),
                          round(pair.shares[0], 3), round(pair.shares[1], 3), pair.shared_tokens,
-                         csv_cell(spans(pair.first, pair.slices[0])), csv_cell(spans(pair.second, pair.slices[1]))])
+                         csv_cell(places[pair.first].spans(pair.slices[0])),
+                         csv_cell(places[pair.second].spans(pair.slices[1]))])
     atomic_write(out / "similarity.csv", buffer.getvalue())
 
 
@@ -165,18 +411,15 @@ STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}
 def render_html(pairs: list[Pair], compared: int, settings: str) -> str:
     """A self-contained page (no network, no script): the flagged pairs, then each pair's code side by side with
     the shared spans marked. Everything from a submission is escaped."""
-    from copydetect.utils import highlight_overlap
     e = html.escape
     rows = "".join(f"<tr><td><a href='#pair{i}'>{i}</a></td><td>{e(printable(p.first.name))}</td>"
                    f"<td>{e(printable(p.second.name))}</td><td>{p.similarity:.0%}</td><td>{p.shared_tokens}</td></tr>"
                    for i, p in enumerate(pairs[:SHOWN_PAIRS], 1))
     sections = []
     for i, pair in enumerate(pairs[:SHOWN_PAIRS], 1):
-        sides = []
-        for code, slices, share in zip((pair.first, pair.second), pair.slices, pair.shares, strict=True):
-            marked, _ = highlight_overlap(code.text, slices, "<mark>", "</mark>", truncate=6, escape_html=True)
-            sides.append(f"<div class='side'><h3>{e(printable(code.name))}: {share:.0%} shared</h3>"
-                         f"<pre>{marked}</pre></div>")
+        sides = [f"<div class='side'><h3>{e(printable(code.name))}: {share:.0%} shared</h3>"
+                 f"<pre>{_marked(code.text, slices)}</pre></div>"
+                 for code, slices, share in zip((pair.first, pair.second), pair.slices, pair.shares, strict=True)]
         sections.append(f"<div class='pair' id='pair{i}'><h2>{i}. {e(printable(pair.first.name))} and "
                         f"{e(printable(pair.second.name))}</h2><div class='sides'>{''.join(sides)}</div></div>")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>Code similarity</title>"
@@ -189,6 +432,13 @@ def render_html(pairs: list[Pair], compared: int, settings: str) -> str:
             f"{rows}</table>{''.join(sections)}</body></html>")
 
 
+def _marked(text: str, slices) -> str:
+    """text escaped for HTML, the slices marked and long stretches between them cut (copydetect's highlighter,
+    imported only when there is a pair to draw)."""
+    from copydetect.utils import highlight_overlap
+    return highlight_overlap(text, slices, "<mark>", "</mark>", truncate=6, escape_html=True)[0]
+
+
 def settings_line() -> str:
     return (f"copydetect winnowing, k={NOISE}; flagged where the two sides' shared parts average {THRESHOLD:.0%} "
             f"and share at least {MIN_SHARED} tokens; the handout's code is boilerplate; no group compared within")
@@ -196,8 +446,8 @@ def settings_line() -> str:
 
 def write(out: pathlib.Path, found) -> list[Pair]:
     """out/similarity.csv and out/similarity.html for these submissions; returns the flagged pairs."""
-    codes = [code for code in map(read, found) if code is not None]
-    pairs = compare(codes) if len(codes) > 1 else []   # one submission (Gradescope's run): copydetect never loads
+    codes = [code for code in _spread(_read_of, range(len(found)), found, _workers(len(found))) if code is not None]
+    pairs = compare(codes)
     write_csv(out, pairs)
     atomic_write(out / "similarity.html", render_html(pairs, len(codes), settings_line()))
     return pairs

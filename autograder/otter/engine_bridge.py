@@ -50,16 +50,17 @@ def pack_folder(folder: pathlib.Path, zip_path: pathlib.Path, skip: set[str] = f
 
 
 def run_engine(paths, out: pathlib.Path, source_root, *, workers: int = 1, timeout: float = GRADE_TIMEOUT_S,
-               env: dict | None = None, check: bool = True, private=()) -> subprocess.CompletedProcess:
+               env: dict | None = None, check: bool = True, private=(), options=()) -> subprocess.CompletedProcess:
     """Run the batch command `python -m autograder grade PATHS --out OUT` with the engine found in
     source_root (only that folder is importable: never the submission, never this checkout by accident).
-    env: extra environment variables; private: the grader's files no sandbox may read (--private).
+    env: extra environment variables; private: the grader's files no sandbox may read (--private); options:
+    more of the command's options (--no-similarity).
     Raises GradingFailed when it runs past timeout, or (check) exits non-zero."""
     source_root = pathlib.Path(source_root).resolve()
     if not (source_root / "autograder" / "grade_cli.py").is_file():
         raise GradingFailed(f"{source_root} holds no grading engine (autograder/grade_cli.py)")
     command = [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
-               "--workers", str(workers), *(f"--private={path}" for path in private)]
+               "--workers", str(workers), *(f"--private={path}" for path in private), *options]
     env = {**os.environ, **(env or {}), "PYTHONPATH": str(source_root), "PYTHONDONTWRITEBYTECODE": "1"}
     try:
         # cwd: an empty folder of ours, since `python -m` puts the working folder on the path.

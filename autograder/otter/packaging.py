@@ -28,6 +28,7 @@ import zipfile
 
 from assignment.spec import SPEC, Spec
 from autograder import derived
+from autograder.engine import similarity
 from autograder.otter import closure, config, image, master
 from autograder.paths import MASTER_NOTEBOOK, REPO, STUDENT_DIR
 
@@ -263,4 +264,6 @@ def build_autograder_zip(zip_path: pathlib.Path, otter_config_overrides: dict | 
         zf.writestr(f"files/{NOTEBOOK_NAME}", placeholder_notebook())
         for name in files:
             zf.write(REPO / name, name)
+        # The engine ships without the handout's student/ files: its similarity report reads them from here.
+        zf.writestr(similarity.HANDOUT_BUNDLE, similarity.handout_bundle())
     return zip_path
