@@ -28,7 +28,7 @@ from autograder import cohort
 from autograder.engine import similarity, submissions
 
 SIZES = (50, 100, 200, 400)
-# Measured before the comparison was vectorised (copydetect's compare_files on every pair): 205 CPU-s at 400, 2.57 ms a pair, n^2.05.
+# Measured before the comparison was vectorised (compare_files on every pair): 205 CPU-s at 400, 2.57 ms a pair, n^2.05.
 BEFORE_N, BEFORE_CPU_S, BEFORE_EXPONENT = 400, 205.0, 2.05
 
 

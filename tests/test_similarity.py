@@ -102,7 +102,7 @@ def test_a_disguise_renames_locals_and_reorders_functions_but_keeps_the_interfac
 
 
 def copydetect_pairs(codes, threshold=similarity.THRESHOLD, min_shared=similarity.MIN_SHARED):
-    """The oracle: every pair compared by copydetect's own compare_files, as similarity.compare did before it was vectorised
+    """The oracle: every pair compared by copydetect's own compare_files, as similarity.compare did before vectorising
     -> {(first, second): (shares, shared tokens, slices)} of the pairs it flags."""
     import copydetect
     prints = [similarity._fingerprint(code.text, boilerplate()) for code in codes]
