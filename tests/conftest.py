@@ -27,6 +27,7 @@ from filelock import FileLock
 
 from autograder import build_cli, selfcheck
 from autograder.paths import REPO
+from tests.patience import SAFETY_NET_S
 
 WORKERS = 2   # this project's CI machine has two cores
 SLOW_FIXTURES = {"dist", "graded_zoo"}
@@ -58,7 +59,7 @@ def made_once(tmp_path_factory, worker_id: str, name: str, make) -> pathlib.Path
 
 def build(out: pathlib.Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "autograder", "build", "--out", str(out)],
-                          cwd=REPO, capture_output=True, text=True, timeout=600)
+                          cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "total" in proc.stdout
 

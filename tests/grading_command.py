@@ -7,9 +7,11 @@ import sys
 
 from autograder.engine import isolation
 from autograder.paths import REPO
+from tests.patience import SAFETY_NET_S
 
 
-def grade(*args, env: dict | None = None, layers_off: str = "", timeout: float = 600) -> subprocess.CompletedProcess:
+def grade(*args, env: dict | None = None, layers_off: str = "",
+          timeout: float = SAFETY_NET_S) -> subprocess.CompletedProcess:
     """python -m autograder grade ARGS, from the repository; env: variables on top of this process's, layers_off:
     isolation layers switched off (AUTOGRADER_SANDBOX_LAYERS_OFF)."""
     return subprocess.run([sys.executable, "-m", "autograder", "grade", *map(str, args)], cwd=REPO,

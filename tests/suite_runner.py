@@ -13,13 +13,14 @@ import subprocess
 import sys
 
 from autograder.paths import REPO
+from tests.patience import SAFETY_NET_S
 
 
 def grade_folder(folder: pathlib.Path, results: pathlib.Path, hash_seed: str = "0") -> dict:
     """Run grading_tests on folder's student/ package in a fresh interpreter; returns the results.json dict."""
     command = [sys.executable, "-m", "pytest", "grading_tests", "--submission", str(folder),
                "--results-json", str(results), "-q", "-p", "no:cacheprovider"]
-    proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300,
+    proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S,
                           env={**os.environ, "PYTHONHASHSEED": hash_seed})
     if not results.exists():
         raise RuntimeError(f"grading {folder} wrote no results (exit {proc.returncode}):\n{proc.stdout[-3000:]}")

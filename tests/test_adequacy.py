@@ -16,6 +16,7 @@ from autograder.local_gateway import LocalGateway
 from autograder.paths import REFERENCE_DIR, REPO
 from autograder.stubs import solution_blocks
 from grading_tests import gates
+from tests.patience import SAFETY_NET_S
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +106,7 @@ def test_a_sample_of_the_adequacy_run_finds_nothing_wrong(tmp_path):
     """The quick adequacy check: a sample of mutants, every adversary and every style, graded by the engine."""
     out = tmp_path / "adequacy"
     proc = subprocess.run([sys.executable, "-m", "autograder", "adequacy", "--sample", "12", "--out", str(out)],
-                          cwd=REPO, capture_output=True, text=True, timeout=1800)
+                          cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     report = json.loads((out / "adequacy.json").read_text())
     scores = {g["name"]: g["score"] for g in report["generated"]}

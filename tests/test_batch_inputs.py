@@ -13,6 +13,7 @@ from autograder.engine import gradebook, submissions
 from autograder.paths import REPO, STUDENT_DIR
 from autograder.samples import write_submission
 from autograder.stubs import GRADED_MODULES
+from tests.patience import SAFETY_NET_S
 
 METADATA = """\
 submission_101:
@@ -202,7 +203,7 @@ def test_an_export_zip_grades_each_student_and_a_class_of_errors_exits_1(tmp_pat
     archive = zip_tree(export_folder(tmp_path / "src", flat_second=True), tmp_path / "export.zip",
                        "assignment_7_export")
     proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(archive), "--out", str(tmp_path / "out"),
-                           "--workers", "2"], cwd=REPO, capture_output=True, text=True, timeout=600)
+                           "--workers", "2"], cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     lines = list(csv.DictReader((tmp_path / "out" / "grades.csv").open(encoding="utf-8")))
     assert [(r["name"], r["sid"], r["score"], r["status"]) for r in lines] == [
@@ -214,6 +215,6 @@ def test_an_export_zip_grades_each_student_and_a_class_of_errors_exits_1(tmp_pat
     (broken / "readme.txt").write_text("the wrong folder")
     (broken / "data.zip").write_bytes(b"not a zip")
     proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(broken), "--out", str(tmp_path / "out2")],
-                          cwd=REPO, capture_output=True, text=True, timeout=600)
+                          cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S)
     assert proc.returncode == 1 and "could be graded" in proc.stderr, proc.stderr[-2000:]
     assert len(list(csv.DictReader((tmp_path / "out2" / "grades.csv").open()))) == 2

@@ -17,6 +17,7 @@ import torch
 from autograder import build_cli
 from autograder.paths import REPO
 from autograder.samples import edited_reference, write_submission
+from tests.patience import SAFETY_NET_S
 
 BENCH = REPO / "handout" / "bench.py"
 FUSED_CALL = ("        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, "
@@ -39,7 +40,7 @@ def run_bench(folder, tmp_path, *extra):
     env = dict(os.environ, PYTHONPATH=str(folder))
     proc = subprocess.run(
         [sys.executable, str(BENCH), "--quick", "--device", "cpu", "--out", str(plot), "--json", str(figures), *extra],
-        cwd=folder, env=env, capture_output=True, text=True, timeout=180)
+        cwd=folder, env=env, capture_output=True, text=True, timeout=SAFETY_NET_S)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "no PNG plot was written"
     assert "Traceback" not in proc.stderr, proc.stderr
@@ -149,7 +150,7 @@ def test_asking_for_cuda_without_a_gpu_is_a_clear_error(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     proc = subprocess.run([sys.executable, str(BENCH), "--device", "cuda", "--no-plot"],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=SAFETY_NET_S, cwd=tmp_path,
                           env=dict(os.environ, PYTHONPATH=str(write_submission(tmp_path / "stubs", solution=False))))
     assert proc.returncode == 2 and "torch.cuda.is_available() is False" in proc.stderr
 

@@ -15,6 +15,7 @@ from autograder.otter import closure, config, leaks, packaging
 from autograder.paths import REPO
 from autograder.samples import reference_source
 from autograder.stubs import GRADED_MODULES, generated_stubs
+from tests.patience import SAFETY_NET_S
 
 TORCH_PIN = re.search(r"^torch==([\w.]+)$", (REPO / "requirements.txt").read_text(), re.M).group(1)
 
@@ -163,7 +164,7 @@ def test_build_cli_says_why_it_failed(tmp_path):
     target = tmp_path / "not-a-folder"
     target.write_text("")
     proc = subprocess.run([sys.executable, "-m", "autograder", "build", "--out", str(target)],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+                          cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S)
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr, proc.stderr
     assert str(target) in proc.stderr

@@ -25,6 +25,7 @@ from autograder.gateway import CallOptions, StudentError
 from autograder.paths import REPO
 from autograder.suite import GradingPlugin
 from tests.fake_sandbox import FakeSpawner
+from tests.patience import SAFETY_NET_S
 
 PLACEMENT_HELPERS = {"call_placed", "check_placement", "run_module_placed"}
 
@@ -63,7 +64,7 @@ def test_the_common_grading_paths_leave_torchs_symbolic_shapes_unloaded():
         "print('sympy' in sys.modules)\n"
         "torch.autograd.grad([x * 2], [x], [torch.ones(2, 3)])\n"
         "print('sympy' in sys.modules)\n")
-    proc = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["False", "True"]   # ours leave it out; the explicit form (defence off) loads it
 
@@ -154,7 +155,7 @@ def test_the_results_list_the_tests_in_the_suites_order(graded_zoo):
     """Graded by the engine (second-device tests run last), the reference's results follow the suite."""
     listed = [test["name"].split(": ", 1)[1] for test in graded_zoo.results["reference"]["tests"] if "status" in test]
     collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                                "grading_tests"], cwd=REPO, capture_output=True, text=True, timeout=300).stdout
+                                "grading_tests"], cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S).stdout
     suite = [line.split("::", 1)[1] for line in collected.splitlines() if "::" in line]
     assert listed == [name for name in suite if name in set(listed)]
     assert any("device" in name for name in listed)   # the second-device tests are among them

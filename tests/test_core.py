@@ -13,6 +13,7 @@ from autograder.paths import STUDENT_DIR
 from autograder.samples import write_submission
 from autograder.stubs import GRADED_MODULES, stub_source
 from student.parts import PARTS
+from tests.patience import SAFETY_NET_S
 
 
 def run_public_tests(folder, *extra):
@@ -22,7 +23,7 @@ def run_public_tests(folder, *extra):
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "student/tests", "-p", "no:cacheprovider", "-q",
          f"--junitxml={report}", *extra],
-        cwd=folder, env=env, capture_output=True, text=True, timeout=300,
+        cwd=folder, env=env, capture_output=True, text=True, timeout=SAFETY_NET_S,
     )
     cases = ET.parse(report).getroot().iter("testcase")
     return proc.returncode, proc.stdout + proc.stderr, list(cases)
@@ -91,7 +92,7 @@ def test_each_part_is_selectable_by_marker(tmp_path, part):
 def test_check_command_prints_a_full_table_for_the_reference(tmp_path):
     folder = write_submission(tmp_path / "reference", solution=True)
     proc = subprocess.run([sys.executable, "-m", "student.check"], cwd=folder, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(folder)}, timeout=300)
+                          env={**os.environ, "PYTHONPATH": str(folder)}, timeout=SAFETY_NET_S)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for number, (title, _names) in PARTS.items():
         line = next(line for line in proc.stdout.splitlines() if line.startswith(f"{number} "))
@@ -102,7 +103,8 @@ def test_check_command_prints_a_full_table_for_the_reference(tmp_path):
 def test_check_command_names_the_missing_part_on_the_stubs(tmp_path):
     folder = write_submission(tmp_path / "stubs", solution=False)
     proc = subprocess.run([sys.executable, "-m", "student.check", "--part", "3"], cwd=folder,
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(folder)}, timeout=300)
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(folder)},
+                          timeout=SAFETY_NET_S)
     assert proc.returncode == 1
     row = next(line for line in proc.stdout.splitlines() if line.startswith("3 "))
     assert re.search(r"  0/[1-9]\d*  ", row) and "not implemented yet (Part 3: split_heads" in row, proc.stdout
@@ -112,7 +114,7 @@ def test_check_command_names_a_syntax_error_and_still_checks_the_other_parts(tmp
     broken = {"heads.py": "import torch\n\n\ndef split_heads(x, num_heads)\n    return x\n"}
     folder = write_submission(tmp_path / "broken", overrides=broken)
     proc = subprocess.run([sys.executable, "-m", "student.check"], cwd=folder, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(folder)}, timeout=300)
+                          env={**os.environ, "PYTHONPATH": str(folder)}, timeout=SAFETY_NET_S)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line[:1].isdigit()}
     assert "could not load the checks: SyntaxError" in rows["3"] and "(heads.py, line 4)" in rows["3"], proc.stdout

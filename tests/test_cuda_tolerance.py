@@ -20,6 +20,7 @@ from autograder.zoo.variants import VARIANTS
 from grading_tests import lowp_tolerance as lowp
 from grading_tests import oracle
 from grading_tests.tolerance import Tolerance, floor_tolerance
+from tests.patience import SAFETY_NET_S
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 SDPA_CALL = "return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)"
@@ -208,7 +209,7 @@ def test_without_a_gpu_every_cuda_test_skips_and_the_reference_still_scores_100(
     report, results = tmp_path / "junit.xml", tmp_path / "results.json"
     proc = subprocess.run([sys.executable, "-m", "pytest", "grading_tests", "-p", "no:cacheprovider", "-q",
                            "--submission", str(folder), f"--junitxml={report}", f"--results-json={results}"],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=SAFETY_NET_S)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     cuda = [c for c in ET.parse(report).getroot().iter("testcase") if c.get("classname",
                                                                             "").endswith("test_part6_cuda")]
@@ -233,7 +234,7 @@ def test_the_grading_code_leaves_torchs_accelerator_alone_until_the_emulated_dev
              "from autograder.engine import emulated; emulated.device(); "
              "print(torch.accelerator.current_accelerator())")
     lines = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
-                           timeout=300).stdout.split()
+                           timeout=SAFETY_NET_S).stdout.split()
     assert lines == ["None", "emulated"]
 
 

@@ -37,6 +37,7 @@ from autograder.engine import isolation
 from autograder.paths import REPO
 from autograder.scoring import PART_POINTS
 from tests import grading_command
+from tests.patience import SAFETY_NET_S
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +47,7 @@ as_root = pytest.mark.skipif(not isolation.privileged(), reason="a fresh user id
 ALL_LAYERS = "isolated: pid ipc net mnt landlock uid memory"
 
 
-def grade(*args, timeout: float = 600, layers_off: str = "") -> subprocess.CompletedProcess:
+def grade(*args, timeout: float = SAFETY_NET_S, layers_off: str = "") -> subprocess.CompletedProcess:
     """The batch command, with the zoo's secret in the grader's environment (for its reader of environments)."""
     return grading_command.grade(*args, env={channels.SECRET_VARIABLE: channels.SECRET}, layers_off=layers_off,
                                  timeout=timeout)
@@ -288,7 +289,7 @@ def _score_in_process(folder: pathlib.Path, scratch: pathlib.Path) -> float:
     results = scratch / f"{folder.name}.json"
     subprocess.run([sys.executable, "-m", "pytest", "grading_tests", "--submission", str(folder),
                     "--results-json", str(results), "-q", "-p", "no:cacheprovider"],
-                   cwd=REPO, capture_output=True, timeout=600, env={**os.environ, "TMPDIR": str(scratch)})
+                   cwd=REPO, capture_output=True, timeout=SAFETY_NET_S, env={**os.environ, "TMPDIR": str(scratch)})
     return json.loads(results.read_text())["score"]
 
 

@@ -29,6 +29,7 @@ from autograder.paths import REPO
 from autograder.samples import write_submission
 from tests.fake_sandbox import FakeSpawner, failing_call
 from tests.grading_command import grade
+from tests.patience import SAFETY_NET_S
 
 LONE = os.fsdecode(b"not-utf8-\xff")   # how Python decodes a file name of bytes that are not UTF-8
 
@@ -65,7 +66,8 @@ def test_a_forked_copy_of_the_grader_shows_its_environment_in_proc(tmp_path):
     probe = ("import os; os.environ.clear(); pid = os.fork()\n"
              "if pid == 0:\n    print(open('/proc/self/environ', 'rb').read()); os._exit(0)\n"
              "os.waitpid(pid, 0)")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60,
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         timeout=SAFETY_NET_S,
                          env={**os.environ, channels.SECRET_VARIABLE: channels.SECRET}).stdout
     assert channels.SECRET in out
 
@@ -207,6 +209,7 @@ def test_a_file_opened_by_the_library_is_not_the_students_escape_attempt(tmp_pat
              f"wires = Tripwires({str(student)!r}, [], {{}}); wires.install()\n"
              "import torchish; torchish.run(); print('library:', wires.drain())\n"
              "import attack; attack.run(); print('student:', wires.drain())\n")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120,
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         timeout=SAFETY_NET_S,
                          cwd=REPO).stdout.splitlines()
     assert out == ["library: []", "student: ['escape attempt: open /etc/hostname']"]

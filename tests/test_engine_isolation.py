@@ -25,6 +25,7 @@ from autograder.gateway import StudentError
 from autograder.paths import REPO
 from autograder.samples import write_submission
 from tests.fake_sandbox import FakeSpawner, failing_call
+from tests.patience import SAFETY_NET_S
 
 as_root = pytest.mark.skipif(not isolation.privileged(), reason="needs root")
 x86_64 = pytest.mark.skipif(platform.machine() != "x86_64", reason="the seccomp filter below is written for x86_64")
@@ -99,7 +100,7 @@ def test_in_a_container_that_refuses_namespaces_the_engine_degrades_and_says_so(
     write_submission(tmp_path / "class" / "stubs", solution=False)
     proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "class"), "--out",
                            str(tmp_path / "out"), "--workers", "2"], cwd=REPO, capture_output=True, text=True,
-                          timeout=600, preexec_fn=deny_namespaces_and_landlock)
+                          timeout=SAFETY_NET_S, preexec_fn=deny_namespaces_and_landlock)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     rows = read_rows(tmp_path / "out")
     assert {name: row["score"] for name, row in rows.items()} == {"reference": 100.0, "stubs": 0.0}

@@ -15,6 +15,7 @@ from autograder.adversarial import processes_running, read_rows
 from autograder.engine import submissions
 from autograder.examples import zip_folder
 from autograder.samples import write_submission
+from tests.patience import SAFETY_NET_S
 from tests.test_engine import REPO, grade
 
 GRADESCOPE_METADATA = """\
@@ -52,7 +53,7 @@ def test_a_gradescope_export_is_graded_and_named_by_student(tmp_path):
 
 @pytest.mark.slow
 def test_a_missing_path_exits_2_and_says_which(tmp_path):
-    proc = grade(tmp_path / "nowhere", "--out", tmp_path / "out", timeout=120)
+    proc = grade(tmp_path / "nowhere", "--out", tmp_path / "out", timeout=SAFETY_NET_S)
     assert proc.returncode == 2
     assert "nowhere: no such file or folder" in proc.stderr
     assert not (tmp_path / "out").exists()
@@ -60,7 +61,7 @@ def test_a_missing_path_exits_2_and_says_which(tmp_path):
 
 @pytest.mark.slow
 def test_bad_limits_are_refused(tmp_path):
-    proc = grade(tmp_path, "--out", tmp_path / "out", "--workers", "0", timeout=120)
+    proc = grade(tmp_path, "--out", tmp_path / "out", "--workers", "0", timeout=SAFETY_NET_S)
     assert proc.returncode == 2 and "must be positive" in proc.stderr
 
 

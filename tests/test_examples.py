@@ -9,6 +9,7 @@ import pytest
 
 from autograder.examples import write_examples
 from autograder.paths import REPO
+from tests.patience import SAFETY_NET_S
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +25,7 @@ def test_the_example_class_grades_into_a_gradebook(tmp_path):
     write_examples(tmp_path / "class")
     out = tmp_path / "gradebook"
     proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "class"), "--out", str(out),
-                           "--workers", "2"], capture_output=True, text=True, timeout=600,
+                           "--workers", "2"], capture_output=True, text=True, timeout=SAFETY_NET_S,
                           cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = {row["submission"]: row for row in csv.DictReader((out / "grades.csv").open())}

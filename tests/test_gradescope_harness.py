@@ -15,6 +15,7 @@ from assignment.spec import SPEC
 from autograder.otter import gradescope_schema, gradescope_view, harness, packaging, run_gradescope
 from autograder.samples import write_submission
 from autograder.scoring import NOT_RUN_SHOWN, NOT_RUN_TITLE, PART_POINTS
+from tests.patience import SAFETY_NET_S
 
 pytestmark = pytest.mark.slow
 TOTAL = sum(PART_POINTS.values())
@@ -22,7 +23,7 @@ TOTAL = sum(PART_POINTS.values())
 
 def submit(folder, zip_path):
     proc = subprocess.run([sys.executable, "-m", "student.submit", "--no-checks", "--out", str(zip_path)],
-                          cwd=folder, capture_output=True, text=True, timeout=120)
+                          cwd=folder, capture_output=True, text=True, timeout=SAFETY_NET_S)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return zip_path
 

@@ -20,9 +20,9 @@ import pytest
 from autograder.otter import harness
 from autograder.paths import REPO
 from autograder.samples import write_submission
+from tests.patience import SAFETY_NET_S
 
 pytestmark = pytest.mark.slow
-SELFCHECK_SECONDS = 900   # a safety net, not a budget
 
 
 def repository_copy(dest: pathlib.Path) -> pathlib.Path:
@@ -37,7 +37,7 @@ def repository_copy(dest: pathlib.Path) -> pathlib.Path:
     return dest
 
 
-def command(copy: pathlib.Path, *args: str, timeout: float = SELFCHECK_SECONDS) -> subprocess.CompletedProcess:
+def command(copy: pathlib.Path, *args: str, timeout: float = SAFETY_NET_S) -> subprocess.CompletedProcess:
     """`python -m autograder ARGS` in the copy (its own packages, not this checkout's)."""
     return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=copy, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
@@ -92,7 +92,7 @@ def recipes(tmp_path_factory):
     spec = "assignment/assignment.toml"
     # Reword a docstring: a build before `generate` is refused.
     edit(copy, "assignment/reference/heads.py", ANCHOR, ANCHOR + SENTENCE)
-    refused = command(copy, "build", "--out", str(copy.parent / "too-soon"), timeout=600)
+    refused = command(copy, "build", "--out", str(copy.parent / "too-soon"), timeout=SAFETY_NET_S)
     # Change two parts' points.
     edit(copy, spec, part_table(copy, 1), part_table(copy, 1).replace("points = 10", "points = 15"))
     edit(copy, spec, part_table(copy, 2), part_table(copy, 2).replace("points = 30", "points = 25"))
@@ -150,7 +150,8 @@ def test_recipe_set_gradescopes_per_call_timeout(recipes):
     copy, _generated, _checked, _refused = recipes
     source = copy / "out" / "selfcheck" / "autograder-source"   # autograder.zip, unpacked by the self-check
     probe = "from autograder.engine.limits import Limits; print(Limits().call_timeout)"
-    limit = subprocess.run([sys.executable, "-c", probe], cwd=source, capture_output=True, text=True, timeout=120,
+    limit = subprocess.run([sys.executable, "-c", probe], cwd=source, capture_output=True, text=True,
+                           timeout=SAFETY_NET_S,
                            env={**os.environ, "PYTHONPATH": str(source)})
     assert limit.stdout.strip() == "30.0", limit.stderr
 
@@ -173,7 +174,7 @@ def test_the_per_call_timeout_set_for_gradescope_is_the_one_that_grades(recipes,
                                                           .read_text().replace("    # BEGIN SOLUTION\n",
                                                                                "    # BEGIN SOLUTION\n" + SPINS, 1)})
     upload = shutil.make_archive(str(tmp_path / "slow"), "zip", slow)
-    built = command(copy, "build", "--out", str(tmp_path / "two-seconds"), "--otter-config", str(config), timeout=600)
+    built = command(copy, "build", "--out", str(tmp_path / "two-seconds"), "--otter-config", str(config))
     assert built.returncode == 0, built.stderr
     statuses = {}
     builds = {"thirty-seconds": copy / "out" / "selfcheck" / "dist", "two-seconds": tmp_path / "two-seconds"}

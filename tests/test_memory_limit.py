@@ -23,6 +23,7 @@ from autograder.engine import isolation, memcg
 from autograder.paths import REPO
 from autograder.samples import write_submission
 from tests.grading_command import grade
+from tests.patience import SAFETY_NET_S
 
 
 def _unavailable() -> str:
@@ -162,7 +163,7 @@ def test_a_sandbox_without_its_group_refuses_to_start():
 def test_a_run_leaves_no_group_behind_when_its_process_ends():
     code = ("import tempfile; from autograder.engine import isolation; "
             "print(isolation.probe(tempfile.mkdtemp()).memory_group)")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S)
     group = proc.stdout.strip()
     assert group.startswith(memcg.own_group()) and not os.path.exists(group), proc.stderr[-2000:]
 
@@ -247,7 +248,7 @@ def test_the_outcome_carries_the_largest_peak_of_its_sandboxes(graded, tmp_path)
     peaks = {}
     for name in ("reference", memory.NAME):
         proc = subprocess.run([sys.executable, "-c", WORKER, str(root / name)], cwd=REPO, capture_output=True,
-                              text=True, timeout=300)
+                              text=True, timeout=SAFETY_NET_S)
         outcome = json.loads(proc.stdout.strip().splitlines()[-1])
         peaks[name] = outcome["peak_memory_bytes"], outcome["flags"]
     assert 0 < peaks["reference"][0] < GIB and peaks["reference"][1] == []

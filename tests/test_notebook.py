@@ -12,6 +12,7 @@ from nbclient import NotebookClient
 from autograder.otter import packaging
 from autograder.samples import write_submission
 from student.parts import PARTS
+from tests.patience import SAFETY_NET_S
 
 SLOW_FIXTURES = {"student_version", "executed", "executed_on_stubs"}   # otter assign, a kernel (conftest.py)
 
@@ -39,14 +40,14 @@ def outputs_text(cell) -> str:
     return "".join(parts)
 
 
-# Safety nets, not budgets: the training cell takes seconds on a quiet machine and many minutes at a load of 30,
-# and a kernel can take minutes to start there (nbclient's defaults: 60 s to start, 4 s for a cell's last output).
-CELL_SECONDS, START_SECONDS, OUTPUT_SECONDS = 3600, 600, 600
+# Safety nets, not budgets (tests/patience.py): the training cell takes seconds on a quiet machine and many minutes
+# at a load of 30, where a kernel can take minutes to start (nbclient's defaults: 60 s to start, 4 s for a cell's
+# last output).
 
 
 def execute(notebook_path, folder, env=None):
     notebook = nbformat.read(notebook_path, as_version=4)
-    NotebookClient(notebook, timeout=CELL_SECONDS, startup_timeout=START_SECONDS, iopub_timeout=OUTPUT_SECONDS,
+    NotebookClient(notebook, timeout=SAFETY_NET_S, startup_timeout=SAFETY_NET_S, iopub_timeout=SAFETY_NET_S,
                    raise_on_iopub_timeout=True, kernel_name="python3",
                    resources={"metadata": {"path": str(folder)}}).execute(env=env)
     notebook.metadata["work_folder"] = str(folder)

@@ -8,6 +8,7 @@ import attention_otter_loader as loader
 import pytest
 
 from autograder.otter import config
+from tests.patience import SAFETY_NET_S
 
 
 def fake_layout(root, plugin_source: str | None):
@@ -49,7 +50,7 @@ PLUGIN = "class EngineGradingPlugin:\n    def __init__(self, *args):\n        se
 def test_the_plugin_comes_from_the_zip_being_run(tmp_path):
     notebook = fake_layout(tmp_path / "run", PLUGIN)
     proc = subprocess.run([sys.executable, "-c", RUN.format(prelude=""), str(notebook)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=SAFETY_NET_S)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split(" ", 1) == ["zipgrader.otter.plugin", f"({str(notebook)!r}, {{'id': 7}}, {{'k': 1}})\n"]
 
@@ -59,5 +60,5 @@ def test_a_grader_imported_from_elsewhere_first_is_refused(tmp_path):
     elsewhere = fake_layout(tmp_path / "other", PLUGIN).parent.parent / "source"
     prelude = f"sys.path.insert(0, {str(elsewhere)!r}); import zipgrader.otter.plugin"
     proc = subprocess.run([sys.executable, "-c", RUN.format(prelude=prelude), str(notebook)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=SAFETY_NET_S)
     assert proc.returncode != 0 and "LoaderError: zipgrader.otter.plugin was already imported from" in proc.stderr

@@ -17,6 +17,7 @@ from autograder.paths import REPO
 from autograder.samples import write_submission
 from autograder.scoring import error_results
 from autograder.zoo.bugs import BUGS
+from tests.patience import SAFETY_NET_S
 
 BUG = next(bug for bug in BUGS if bug.name == "padding-mask-ignored")
 # Written by a payload only where it must never run: in otter's own process or kernel.
@@ -80,7 +81,7 @@ def write_cheat_zip(zip_path, folder, markers):
 def submit(folder, zip_path):
     """The students' own command writes the zip."""
     proc = subprocess.run([sys.executable, "-m", "student.submit", "--no-checks", "--out", str(zip_path)],
-                          cwd=folder, capture_output=True, text=True, timeout=120)
+                          cwd=folder, capture_output=True, text=True, timeout=SAFETY_NET_S)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return zip_path
 
@@ -94,7 +95,7 @@ def otter_run(autograder, submission, out) -> dict:
     elsewhere = out.parent / f"{out.name}-cwd"
     elsewhere.mkdir()
     proc = subprocess.run([str(OTTER), "run", "--no-logo", "-a", str(autograder), "-o", str(out), str(submission)],
-                          cwd=elsewhere, capture_output=True, text=True, timeout=600)
+                          cwd=elsewhere, capture_output=True, text=True, timeout=SAFETY_NET_S)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     # otter started no Jupyter kernel (one prints "[IPKernelApp] WARNING | Kernel is running over TCP ...").
     assert "IPKernelApp" not in proc.stdout + proc.stderr, "otter ran the notebook in a kernel"
@@ -208,10 +209,10 @@ exec({notebook["cells"][0]["source"]!r})
 """
     # -I: the unpacked folder is not on the path until the script puts it there (as otter would not).
     proc = subprocess.run([sys.executable, "-I", "-c", script], cwd=unpacked, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=SAFETY_NET_S)
     assert proc.returncode == 0, proc.stderr
     shadow = subprocess.run([sys.executable, "-c", "import otter, dill"], cwd=unpacked, capture_output=True,
-                            text=True, timeout=60, env={"PYTHONPATH": str(unpacked)})
+                            text=True, timeout=SAFETY_NET_S, env={"PYTHONPATH": str(unpacked)})
     assert shadow.returncode == 0, shadow.stderr
     assert sorted(p.name for p in markers.iterdir()) == sorted(MARKERS)
 

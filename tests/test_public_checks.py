@@ -17,6 +17,7 @@ from autograder.stubs import generated_stubs
 from student.check import plain_reason
 from student.parts import is_stub_error, is_stub_message
 from student.tests import helpers
+from tests.patience import SAFETY_NET_S
 
 CAUSAL = "    return torch.ones(L, S, dtype=torch.bool, device=device).tril()"
 FILL = '    return scores.masked_fill(~mask, float("-inf"))'
@@ -70,7 +71,7 @@ PLANTED = {
 def check_table(folder, *args) -> tuple[int, dict[str, str], str]:
     """Run `python -m student.check` in a submission folder: (exit status, row label -> row, all output)."""
     proc = subprocess.run([sys.executable, "-m", "student.check", *args], cwd=folder, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(folder)}, timeout=300)
+                          env={**os.environ, "PYTHONPATH": str(folder)}, timeout=SAFETY_NET_S)
     rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line[:1].isdigit() or line.startswith("- ")}
     return proc.returncode, rows, proc.stdout + proc.stderr
 
@@ -133,7 +134,7 @@ def test_the_notebook_check_shows_what_went_to_stderr(tmp_path):
     init.write_text(init.read_text() + '\nimport sys\nprint("a note from your __init__", file=sys.stderr)\n')
     code = "from student.check import check_in_fresh_process; print(check_in_fresh_process(1))"
     proc = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(folder)}, timeout=300)
+                          env={**os.environ, "PYTHONPATH": str(folder)}, timeout=SAFETY_NET_S)
     assert "All selected checks pass." in proc.stdout, proc.stdout + proc.stderr
     assert "Printed on stderr" in proc.stdout and "a note from your __init__" in proc.stdout, proc.stdout
 

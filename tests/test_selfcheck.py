@@ -12,11 +12,12 @@ from autograder.otter import leaks, packaging
 from autograder.paths import REPO
 from autograder.samples import reference_source
 from autograder.zoo.bugs import BUGS
+from tests.patience import SAFETY_NET_S
 
 
 def test_quick_selfcheck_passes_on_this_checkout(dist, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "autograder", "selfcheck", "--quick", "--out", str(tmp_path),
-                           "--dist", str(dist)], cwd=REPO, capture_output=True, text=True, timeout=600)
+                           "--dist", str(dist)], cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     for name in ("attention-handout.zip", "reference", "stubs", "variant-"):

@@ -24,6 +24,7 @@ from autograder.otter import packaging
 from autograder.paths import REPO
 from autograder.samples import reference_source, write_submission
 from autograder.stubs import GRADED_MODULES
+from tests.patience import SAFETY_NET_S
 
 
 def codes_of(folder: pathlib.Path) -> dict[str, similarity.Code]:
@@ -200,7 +201,7 @@ def run_engine(root: pathlib.Path, folder: pathlib.Path, out: pathlib.Path) -> d
               " 'flagged': sorted([p.first.name, p.second.name] for p in pairs)}))\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=SAFETY_NET_S)
     assert proc.returncode == 0, proc.stderr
     ran = json.loads(proc.stdout.splitlines()[-1])
     assert pathlib.Path(ran["engine"]).is_relative_to(root), "the wrong engine ran"

@@ -13,6 +13,7 @@ from autograder.paths import REPO
 from autograder.samples import write_submission
 from autograder.stubs import GRADED_MODULES, generated_stubs
 from student.submit import DEFAULT_ZIP, unimplemented
+from tests.patience import SAFETY_NET_S
 
 SLOW_FIXTURES = {"submitted"}   # student.submit run on the reference and the stubs (conftest.py)
 
@@ -24,7 +25,7 @@ ALL_STUBBED = ["heads.split_heads", "heads.merge_heads", "masking.causal_mask", 
 
 def submit(folder, *args):
     proc = subprocess.run([sys.executable, "-m", "student.submit", *args], cwd=folder,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=SAFETY_NET_S)
     return proc.returncode, proc.stdout + proc.stderr
 
 

@@ -8,6 +8,7 @@ from autograder import selfcheck, zoo_report
 from autograder.paths import REPO
 from autograder.scoring import TestOutcome, gradescope_results, score_outcomes
 from autograder.zoo.bugs import BUGS
+from tests.patience import SAFETY_NET_S
 
 
 def results(*failing):
@@ -57,7 +58,7 @@ def test_every_bug_of_the_graded_zoo_costs_its_part_and_only_the_parts_that_use_
 def test_the_command_grades_a_bug_through_the_engine_and_prints_its_row(dist, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "autograder", "zoo-report", "--dist", str(dist), "--out",
                            str(tmp_path), "--bug", "merge-without-transpose", "--bug", "fill-minus-1e9"],
-                          cwd=REPO, capture_output=True, text=True, timeout=600)
+                          cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "| merge-without-transpose | 3 |" in proc.stdout and "| fill-minus-1e9 | 2 |" in proc.stdout
     assert "2 bugs: every one loses points in its own part: yes" in proc.stdout
