@@ -24,7 +24,6 @@ import io
 import json
 import os
 import pathlib
-import resource
 import statistics
 import subprocess
 import sys
@@ -33,6 +32,8 @@ import time
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from cpu_accounting import CpuGroup, children_seconds  # noqa: E402 - beside this file
 
 from autograder.samples import write_submission  # noqa: E402
 from autograder.zoo.bugs import BUGS  # noqa: E402
@@ -43,41 +44,6 @@ TARGET_RATIO = 1.5           # (a): grading one submission / import torch (issue
 BEFORE_100_SECONDS = 99.3    # (b): 100 submissions, 2 workers, before the kernel sandbox (issue 11)
 
 
-CPUACCT = pathlib.Path("/sys/fs/cgroup/cpuacct")   # cgroup v1's CPU accounting (v2: /sys/fs/cgroup, cpu.stat)
-CGROUP2 = pathlib.Path("/sys/fs/cgroup")
-
-
-def cpu_group() -> tuple[pathlib.Path, str] | None:
-    """A new, empty CPU-accounting cgroup and the file that holds its usage, where this process may make one
-    (root): it counts every process the command starts, also those that outlive their parent (the engine's
-    template and its forks are not the command's own children). None elsewhere."""
-    for root, usage in ((CPUACCT, "cpuacct.usage"), (CGROUP2, "cpu.stat")):
-        if (root / usage).is_file() or (root / "cgroup.controllers").is_file():
-            folder = root / f"bench-grading-{os.getpid()}-{time.monotonic_ns()}"
-            try:
-                folder.mkdir()
-            except OSError:
-                continue
-            if (folder / usage).is_file():
-                return folder, usage
-            folder.rmdir()
-    return None
-
-
-def group_cpu(group: tuple[pathlib.Path, str]) -> float:
-    folder, usage = group
-    text = (folder / usage).read_text()
-    if usage == "cpuacct.usage":
-        return int(text) / 1e9
-    return int(dict(line.split() for line in text.splitlines())["usage_usec"]) / 1e6
-
-
-def children_cpu() -> float:
-    """CPU seconds of every child process waited for so far (each with the children it waited for)."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def timed(command: list, what: str) -> float:
     return timed_cpu(command, what)[0]
 
@@ -86,21 +52,13 @@ def timed_cpu(command: list, what: str) -> tuple[float, float]:
     """(wall seconds, CPU seconds of its whole process tree) of one run of command: counted by a cgroup of its
     own where one can be made, else by the children this process waited for (which misses the processes that
     outlive their parent)."""
-    group = cpu_group()
-
-    def join() -> None:   # in the child, before exec: it and all it starts are counted there
-        (group[0] / "cgroup.procs").write_text("0")
-
-    start, cpu = time.perf_counter(), children_cpu()
-    try:
+    group = CpuGroup()
+    with group or contextlib.nullcontext():
+        start, cpu = time.perf_counter(), children_seconds()
         proc = subprocess.run([str(c) for c in command], cwd=REPO, capture_output=True, text=True,
-                              preexec_fn=join if group else None)
+                              preexec_fn=group.join if group else None)
         seconds = time.perf_counter() - start
-        spent = group_cpu(group) if group else children_cpu() - cpu
-    finally:
-        if group:
-            with contextlib.suppress(OSError):
-                group[0].rmdir()
+        spent = group.seconds() if group else children_seconds() - cpu
     if proc.returncode != 0:
         raise RuntimeError(f"{what} failed (exit {proc.returncode}): {(proc.stdout + proc.stderr)[-1500:]}")
     return seconds, spent

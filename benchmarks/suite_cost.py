@@ -17,22 +17,20 @@ It runs the tests in one process (-n 0): pytest-xdist's workers are processes th
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
-import resource
 import sys
 import time
 
 import pytest
 
-
-def cpu_seconds() -> float:
-    """CPU time of this process and of every descendant it has waited for."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpu_accounting import CpuGroup, own_and_children_seconds
 
 
 class CostPlugin:
-    def __init__(self):
+    def __init__(self, cpu_seconds):
+        self.cpu_seconds = cpu_seconds   # of everything the run started, as far as it can be counted
         self.by_file = collections.Counter()
         self.by_test = collections.Counter()
         self.by_fixture = collections.Counter()
@@ -40,9 +38,9 @@ class CostPlugin:
         self.scopes: dict[str, str] = {}
 
     def _measure(self, item):
-        start = cpu_seconds()
+        start = self.cpu_seconds()
         yield
-        spent = cpu_seconds() - start
+        spent = self.cpu_seconds() - start
         self.by_file[item.location[0]] += spent
         self.by_test[item.nodeid] += spent
 
@@ -61,16 +59,16 @@ class CostPlugin:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_collection(self, session):
-        start = cpu_seconds()
+        start = self.cpu_seconds()
         yield
-        self.by_file["(collection: importing the test modules)"] += cpu_seconds() - start
+        self.by_file["(collection: importing the test modules)"] += self.cpu_seconds() - start
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_fixture_setup(self, fixturedef, request):
-        start = cpu_seconds()
+        start = self.cpu_seconds()
         yield
         key = f"{fixturedef.argname} ({fixturedef.baseid or 'conftest'})"
-        self.by_fixture[key] += cpu_seconds() - start
+        self.by_fixture[key] += self.cpu_seconds() - start
         self.scopes[key] = fixturedef.scope
 
     def report(self, wall: float) -> str:
@@ -90,10 +88,17 @@ class CostPlugin:
 
 
 def main(argv: list[str]) -> int:
-    plugin = CostPlugin()
-    start = time.monotonic()
-    status = pytest.main(["-q", "-n", "0", *argv], plugins=[plugin])   # in this process: xdist workers are unseen
-    print("\n" + plugin.report(time.monotonic() - start))
+    group = CpuGroup()
+    with group or contextlib.nullcontext():
+        if group:
+            group.join(os.getpid())   # this process and everything it starts, counted by the kernel
+        plugin = CostPlugin(group.seconds if group else own_and_children_seconds)
+        start = time.monotonic()
+        status = pytest.main(["-q", "-n", "0", *argv], plugins=[plugin])   # in this process: xdist workers are unseen
+        print("\n" + plugin.report(time.monotonic() - start))
+        print("CPU counted by " + ("a cgroup of the run's own: every process it started" if group else
+                                   "getrusage: this process and the children it waited for (no cgroup could be "
+                                   "made: run as root for every process)"))
     return int(status)
 
 
