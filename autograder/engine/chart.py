@@ -17,6 +17,7 @@ HISTOGRAM_X = (70, 480)                     # the left panel's plot area
 BARS_X = (720, 1070)                        # the right panel's plot area (part names to its left)
 BIN_WIDTH = 5                               # score points per histogram bin; 100 falls in the last bin
 INK, GRID, SCORES_COLOUR, PARTS_COLOUR = "#222222", "#E2E2E2", "#4C72B0", "#55A868"
+FAST_PNG = 1   # zlib level: a report picture, not an archive (level 6 took 40 ms of tests.png, for 3% less)
 
 
 def histogram(scores: list[float]) -> list[int]:
@@ -45,7 +46,7 @@ def draw(scores: list[float], score_title: str, part_rates: list[tuple[str, floa
     _histogram_panel(canvas, font, title_font, histogram(scores), score_title)
     _parts_panel(canvas, font, title_font, part_rates, parts_title)
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG", optimize=False)
+    image.save(buffer, format="PNG", compress_level=FAST_PNG)
     return buffer.getvalue()
 
 
@@ -133,5 +134,5 @@ def draw_tests(bars: list[tuple[int, str, float, int]], title: str) -> bytes:
         canvas.text((left + length + 5, middle), f"{rate:.0f}% of {graded}", font=font, fill=INK, anchor="lm")
     canvas.line([(left, top), (left, bottom)], fill=INK)
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG", optimize=False)
+    image.save(buffer, format="PNG", compress_level=FAST_PNG)
     return buffer.getvalue()
