@@ -1,5 +1,5 @@
 """docs/instructors.md, performed: each recipe on a copy of the repository, then `python -m autograder selfcheck
---quick` in that copy; and each kind of instructor mistake the guide promises the self-check names.
+--quick` in that copy (the mistakes the self-check names: tests/test_instructor_mistakes.py).
 
 Recipes that can share a copy do (rewording a docstring, re-weighting two parts, a hidden test for Part 3, Part
 1's results shown at once, Gradescope's per-call timeout in both its forms): each is applied and checked by its own
@@ -21,54 +21,9 @@ from autograder.otter import harness
 from autograder.paths import REPO
 from autograder.samples import write_submission
 from tests.patience import SAFETY_NET_S
+from tests.repository_copy import append, command, edit, part_table, repository_copy, results_of, selfcheck
 
 pytestmark = pytest.mark.slow
-
-
-def repository_copy(dest: pathlib.Path) -> pathlib.Path:
-    """The repository's working tree (tracked and untracked files git does not ignore), copied to dest."""
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=REPO,
-                            capture_output=True, check=True).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        source = REPO / name
-        if source.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, dest / name)
-    return dest
-
-
-def command(copy: pathlib.Path, *args: str, timeout: float = SAFETY_NET_S) -> subprocess.CompletedProcess:
-    """`python -m autograder ARGS` in the copy (its own packages, not this checkout's)."""
-    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=copy, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
-
-
-def edit(copy: pathlib.Path, name: str, old: str, new: str) -> None:
-    path = copy / name
-    text = path.read_text()
-    assert text.count(old) == 1, f"{name}: {old!r} is not there exactly once"
-    path.write_text(text.replace(old, new))
-
-
-def append(copy: pathlib.Path, name: str, text: str) -> None:
-    with open(copy / name, "a") as handle:
-        handle.write(text)
-
-
-def part_table(copy: pathlib.Path, number: int) -> str:
-    """The [[parts]] table of Part `number` in the copy's spec, as written."""
-    text = (copy / "assignment/assignment.toml").read_text()
-    start = text.index(f"[[parts]]\nnumber = {number}\n")
-    end = text.find("\n[", start + 1)
-    return text[start:end]
-
-
-def selfcheck(copy: pathlib.Path) -> subprocess.CompletedProcess:
-    return command(copy, "selfcheck", "--quick", "--out", str(copy / "out" / "selfcheck"))
-
-
-def results_of(copy: pathlib.Path, name: str) -> dict:
-    return json.loads((copy / "out" / "selfcheck" / "grades" / "results" / f"{name}.json").read_text())
 
 
 # --------------------------------------------------------------------------- five recipes, one copy
@@ -253,52 +208,3 @@ def test_recipe_reword_a_docstring_and_rebuild_the_handout(recipes):
     assert "student/heads.py" in refused.stderr and "python -m autograder generate" in refused.stderr
     with zipfile.ZipFile(copy / "out" / "selfcheck" / "dist" / "attention-handout.zip") as zf:
         assert SENTENCE.strip() in zf.read("student/heads.py").decode()
-
-
-# --------------------------------------------------------------------------- mistakes the self-check names
-
-MISTAKES = {
-    "points that do not add up": (
-        lambda copy: edit(copy, "assignment/assignment.toml", part_table(copy, 4),
-                          part_table(copy, 4).replace("points = 10", "points = 12")),
-        ["assignment/assignment.toml", "add up to 102"]),
-    "a test for a name the spec does not declare": (
-        lambda copy: append(copy, "grading_tests/test_part3_heads.py",
-                            "\n\ndef test_a_typo(student):\n    call(student.splt_heads, randn(1, 2, 4, seed=1), 2)\n"),
-        ["grading_tests/test_part3_heads.py::test_a_typo", "student.splt_heads", "does not declare"]),
-    "a part with no test": (
-        lambda copy: (copy / "grading_tests/test_part4_padding.py").unlink(),
-        ["Part 4 (Padding-mask expansion) has no hidden test", "grading_tests/test_part4_*.py"]),
-    "a part whose reference calls a part it does not use": (
-        lambda copy: edit(copy, "assignment/assignment.toml", "uses = [2, 3, 4, 5]", "uses = [3, 4, 5]"),
-        ["calls causal_mask (Part 2): add 2 to Part 6's `uses`"]),
-    "a bug of the zoo whose edit the reference no longer has": (
-        lambda copy: edit(copy, "assignment/reference/scaling.py", "        scale = q.size(-1) ** -0.5",
-                          "        scale = 1 / q.size(-1) ** 0.5"),
-        ["autograder/zoo/bugs.py", "no-scale: its edit no longer applies to the reference"]),
-    "a derived file not regenerated": (
-        lambda copy: edit(copy, "assignment/assignment.toml", 'title = "Scaling"', 'title = "Scores"'),
-        ["student/parts.py", "python -m autograder generate"]),
-}
-
-
-@pytest.mark.parametrize("mistake", sorted(MISTAKES))
-def test_selfcheck_names_the_mistake_and_the_file_to_fix_before_grading(mistake, tmp_path):
-    make, expected = MISTAKES[mistake]
-    copy = repository_copy(tmp_path / "repo")
-    make(copy)
-    checked = selfcheck(copy)
-    assert checked.returncode == 1 and "Traceback" not in checked.stdout + checked.stderr
-    assert all(text in checked.stdout + checked.stderr for text in expected), checked.stdout + checked.stderr
-    assert not (copy / "out" / "selfcheck" / "grades").exists()   # it stopped before building or grading
-
-
-def test_selfcheck_names_the_tests_a_broken_reference_fails_and_where_to_look(tmp_path, dist):
-    copy = repository_copy(tmp_path / "repo")
-    split = "    return x.reshape(B, L, num_heads, E // num_heads).transpose(1, 2)\n"
-    edit(copy, "assignment/reference/heads.py", split, "    x = x.flip(-1)\n" + split)   # the zoo's edits still apply
-    checked = command(copy, "selfcheck", "--quick", "--out", str(copy / "out" / "selfcheck"), "--dist", str(dist))
-    assert checked.returncode == 1
-    reference = next(line for line in checked.stdout.splitlines() if line.startswith("reference "))
-    assert "FAIL" in reference and "failed (" in reference
-    assert "grading_tests/test_part3_*.py" in reference and "assignment/reference/heads.py" in reference
