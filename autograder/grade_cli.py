@@ -64,7 +64,7 @@ def parser() -> argparse.ArgumentParser:
                    help="a file or folder of the grader's that no sandbox may read (repeatable): closed to other "
                         "users when sandboxes have their own user id, and named in the isolation line if a sandbox "
                         "could still read it (Gradescope's runner passes /autograder/submission_metadata.json)")
-    p.add_argument("--no-similarity", dest="similar", action="store_false",
+    p.add_argument("--no-similarity", dest="similarity_report", action="store_false",
                    help="write no similarity report (a run whose class report nobody reads, as the self-check's)")
     return p
 
@@ -85,7 +85,7 @@ def main(argv=None) -> int:
     try:
         run = batch.grade_all(args.paths, args.out, workers=args.workers, limits=limits, keep=args.keep,
                               private=args.private, force=args.force, regrade=args.regrade, repeat=args.repeat, due=due,
-                              similar=args.similar)
+                              similarity_report=args.similarity_report)
     except (FileNotFoundError, KeyError) as error:
         print(f"grade: {error.args[0] if isinstance(error, KeyError) else error}", file=sys.stderr)
         return 2

@@ -66,7 +66,8 @@ class Run:
 
 
 def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None, keep: str | None = None,
-              private=(), force=(), regrade: bool = False, repeat: int = 1, due=None, similar: bool = True) -> Run:
+              private=(), force=(), regrade: bool = False, repeat: int = 1, due=None,
+              similarity_report: bool = True) -> Run:
     """Grade everything under paths that out/ has no result for yet, then write the class's files: grades.csv,
     summary.png, tests.csv and .png (analytics.py), similarity.csv and .html (similarity.py), gradescope.csv
     (recorded.py).
@@ -78,7 +79,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
     regrade: out's earlier results are moved to out/earlier/<time>/, everything is graded again, and
     changes.csv says what changed. repeat: grade everything this many times in all (out/repeat-N/) and list
     what differed in repeat.csv. due: the due date where an export's metadata names none (the late column).
-    similar: write the similarity report (False: a run whose class report nobody reads, as the self-check's)."""
+    similarity_report: write similarity.csv and .html (False: nobody reads them, as in the self-check's run)."""
     for raw in paths:
         if not os.path.lexists(raw):
             raise FileNotFoundError(f"{raw}: no such file or folder")
@@ -107,7 +108,8 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         progress = Progress(len(todo), len(rows), progress_stream)
         rows += _grade(template, todo, out, workers, limits, note, list(rows), progress, keep, contents, again, suite)
         progress.close()
-        run = Run(rows, note, analytics.write(out, rows), similarity.write(out, found) if similar else None,
+        pairs = similarity.write(out, found) if similarity_report else None
+        run = Run(rows, note, analytics.write(out, rows), pairs,
                   recorded.write_disagreements(out, rows), stale=sum(r.get("graded_with") != suite for r in rows))
         if earlier:
             run.earlier = earlier
