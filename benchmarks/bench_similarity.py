@@ -17,12 +17,13 @@ import argparse
 import math
 import os
 import pathlib
-import resource
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+from cpu_accounting import own_and_children_seconds  # beside this file: its pool's workers are waited-for children
 
 from autograder import cohort
 from autograder.engine import similarity, submissions
@@ -30,12 +31,6 @@ from autograder.engine import similarity, submissions
 SIZES = (50, 100, 200, 400)
 # Measured before the comparison was vectorised (compare_files on every pair): 205 CPU-s at 400, 2.57 ms a pair, n^2.05.
 BEFORE_N, BEFORE_CPU_S, BEFORE_EXPONENT = 400, 205.0, 2.05
-
-
-def cpu_seconds() -> float:
-    """User and system CPU of this process and of its children that have ended (a Pool's workers, once closed)."""
-    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
-    return sum(u.ru_utime + u.ru_stime for u in usage)
 
 
 def generated_class(folder: pathlib.Path, size: int) -> list:
@@ -49,9 +44,9 @@ def generated_class(folder: pathlib.Path, size: int) -> list:
 def measure(size: int) -> dict:
     with tempfile.TemporaryDirectory() as work:
         found = generated_class(pathlib.Path(work) / "class", size)
-        wall, cpu = time.monotonic(), cpu_seconds()
+        wall, cpu = time.monotonic(), own_and_children_seconds()
         flagged = len(similarity.write(pathlib.Path(work), found))
-        wall, cpu = time.monotonic() - wall, cpu_seconds() - cpu
+        wall, cpu = time.monotonic() - wall, own_and_children_seconds() - cpu
     n = len(found)
     return {"n": n, "pairs": n * (n - 1) // 2, "flagged": flagged, "wall": wall, "cpu": cpu}
 
