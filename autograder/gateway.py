@@ -133,7 +133,8 @@ class ModuleResult:
 
 class Gateway(ABC):
     """Calls into a submission. `flags` collects what an instructor should look at; `forbidden` maps the id of
-    each test whose path broke the forbidden-call rule to why (the suite's plugin sets `test`)."""
+    each test whose path broke the forbidden-call rule to why (the suite's plugin sets `test`); `stopped` says
+    why no call runs any more, once a limit of the whole submission is reached ("" until then)."""
 
     # The device the placement checks put student code on besides the CPU: "cuda" only where the student's code
     # can reach a GPU (LocalGateway on a GPU machine); an engine's sandbox reaches none, so there the emulated one.
@@ -143,6 +144,7 @@ class Gateway(ABC):
         self.flags: list[str] = []
         self.forbidden: dict[str, str] = {}
         self.test = ""
+        self.stopped = ""
 
     def __getattr__(self, name: str):
         """student.<name>: a graded function of the spec, called through this gateway."""

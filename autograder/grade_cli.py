@@ -37,9 +37,11 @@ def parser() -> argparse.ArgumentParser:
                    help="submissions graded at once (default: the core count)")
     p.add_argument("--timeout", type=float, default=defaults.call_timeout,
                    help=f"CPU seconds one call into student code may take (default {defaults.call_timeout:g}); "
-                        f"{defaults.wall_factor:g} times that of wall-clock time")
+                        f"{defaults.wall_factor:g} times that of load-free time (wall-clock time less waits for a "
+                        f"busy machine's CPU)")
     p.add_argument("--budget", type=float, default=defaults.budget,
-                   help=f"CPU seconds of student code per submission (default {defaults.budget:g})")
+                   help=f"seconds of student code per submission, of CPU time and of load-free time "
+                        f"(default {defaults.budget:g}); the points earned before it runs out are kept")
     p.add_argument("--memory-gb", type=float, default=defaults.memory_bytes / 2**30,
                    help=f"memory of a sandbox in GiB, all its processes together where the memory layer holds, "
                         f"else the address space of each (default {defaults.memory_bytes / 2**30:g})")
@@ -81,7 +83,7 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     limits = Limits(call_timeout=args.timeout, budget=args.budget, memory_bytes=int(args.memory_gb * 2**30))
-    from autograder.engine import analytics, batch, gradebook, submissions
+    from autograder.engine import analytics, batch, gradebook, load_free, submissions
     try:
         run = batch.grade_all(args.paths, args.out, workers=args.workers, limits=limits, keep=args.keep,
                               private=args.private, force=args.force, regrade=args.regrade, repeat=args.repeat, due=due,
@@ -99,6 +101,9 @@ def main(argv=None) -> int:
     rows = run.rows
     print(gradebook.table(rows, most_failed=analytics.most_failed(run.tests)))
     print(f"\nisolation: {run.note}")
+    if not load_free.kernel_reports_waits():
+        print("limits: this kernel reports no run-queue delay (/proc/PID/schedstat), so the limits on time that is "
+              "not CPU time are wall-clock time here: a busy machine can reach them")
     for line in report_lines(run, args.out):
         print(line)
     if rows and all(row["status"] == "error" for row in rows):

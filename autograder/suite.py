@@ -7,7 +7,8 @@ engine (engine/trusted.py) hands pytest its own, with the sandbox gateway. Eithe
 - gives the suite its `student` fixture (the conftest asks the plugin for the gateway);
 - grades only the parts the spec declares: a test without a part marker stops the run, a test of a part
   the spec does not declare (a part the course dropped) is deselected;
-- records one TestOutcome per test, in the suite's order, and scores them (autograder/scoring.py);
+- records one TestOutcome per test, in the suite's order, and scores them (autograder/scoring.py); a test
+  begun after the gateway stopped calling (the submission's budget ran out) says that it was not run;
 - applies the spec's forbidden_calls rule: with "cost", a test during which the gateway saw a forbidden
   path (a manual path calling torch's fused attention, a fused path never calling it) earns nothing, and
   its feedback says why; with "flag", the flag alone tells the instructor.
@@ -38,6 +39,7 @@ class GradingPlugin:
         self.outcomes: dict[str, TestOutcome] = {}
         self._marks: dict[str, tuple[int, float]] = {}
         self._position: dict[str, int] = {}
+        self._unrun: dict[str, str] = {}   # tests that began after the submission was stopped -> why
 
     def gateway(self, config) -> Gateway:
         """The `student` fixture's gateway (one per session)."""
@@ -60,6 +62,8 @@ class GradingPlugin:
     def pytest_runtest_setup(self, item):
         for gateway in self.gateways:
             gateway.test = item.nodeid
+            if gateway.stopped:
+                self._unrun[item.nodeid] = gateway.stopped
 
     def pytest_runtest_logreport(self, report):
         marks = self._marks.get(report.nodeid)
@@ -74,6 +78,8 @@ class GradingPlugin:
             outcome.status, outcome.message = "skipped", _skip_reason(report)
         elif report.failed and outcome.status != "failed":
             outcome.status, outcome.message = "failed", _short_failure(report)
+            if report.nodeid in self._unrun:   # whatever the test said, its student code never ran
+                outcome.message = f"not run (0 points): {self._unrun[report.nodeid]}; the points earned before are kept"
 
     # ---------------------------------------------------------------- the result
     def forbidden(self) -> dict[str, str]:

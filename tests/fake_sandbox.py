@@ -13,11 +13,13 @@ from autograder.gateway import StudentError
 
 class FakeSpawner:
     """The n-th stand-in (n from 1) says Ready, then answers each request with ValueError("sandbox n") after
-    `behaviour` seconds of sleeping (no CPU), or spins forever ("spin"). Those from number second_warm_from on
-    say that the second device is warm in them."""
+    `behaviour` seconds of sleeping (no CPU), after "compute:S" S seconds of its own CPU time, or spins forever
+    ("spin"). Those from number second_warm_from on say that the second device is warm in them. cpu: the one
+    CPU they run on (None: any)."""
 
-    def __init__(self, behaviour: str = "0", second_warm_from: int = 1, greeting: bytes | None = None):
-        self.behaviour, self.second_warm_from = behaviour, second_warm_from
+    def __init__(self, behaviour: str = "0", second_warm_from: int = 1, greeting: bytes | None = None,
+                 cpu: int | None = None):
+        self.behaviour, self.second_warm_from, self.cpu = behaviour, second_warm_from, cpu
         # What a real sandbox sends before any call: Locked, then (after the import) Ready.
         self.greeting = messages.Locked().encode() + messages.Ready().encode() if greeting is None else greeting
         self.pids: list[int] = []
@@ -30,6 +32,8 @@ class FakeSpawner:
         if pid == 0:
             try:   # a forked copy of pytest: it must never return into the test run
                 os.setsid()
+                if self.cpu is not None:
+                    os.sched_setaffinity(0, {self.cpu})
                 ours.close()
                 theirs.sendall(self.greeting)
                 reader = protocol.FrameReader(theirs)
@@ -37,7 +41,10 @@ class FakeSpawner:
                     reader.read(None)
                     while self.behaviour == "spin":
                         pass
-                    time.sleep(float(self.behaviour))
+                    if self.behaviour.startswith("compute:"):
+                        spin_cpu_seconds(float(self.behaviour.removeprefix("compute:")))
+                    else:
+                        time.sleep(float(self.behaviour))
                     theirs.sendall(messages.Failure("ValueError", f"sandbox {number}", []).encode())
             finally:
                 os._exit(0)
@@ -48,6 +55,13 @@ class FakeSpawner:
 
     def reap(self):
         processes.reap(self.pids)
+
+
+def spin_cpu_seconds(seconds: float) -> None:
+    """Compute for this many seconds of this process's own CPU time, however long that takes."""
+    until = time.process_time() + seconds
+    while time.process_time() < until:
+        pass
 
 
 def failing_call(spawner: FakeSpawner, limits: Limits, log: SessionLog) -> StudentError:

@@ -19,11 +19,12 @@ import pytest
 
 from autograder.adversarial import read_rows
 from autograder.engine import isolation, processes
-from autograder.engine.client import SessionLog
+from autograder.engine.client import SandboxGateway, SessionLog
 from autograder.engine.limits import Limits
 from autograder.gateway import StudentError
 from autograder.paths import REPO
 from autograder.samples import write_submission
+from tests.busy_machine import busy_cpu, reports_run_delay
 from tests.fake_sandbox import FakeSpawner, failing_call
 from tests.patience import SAFETY_NET_S
 
@@ -141,9 +142,9 @@ def test_removing_through_a_swapped_parent_deletes_roots_files_only_when_done_as
 
 # ---------------------------------------------------------------- limits in CPU time, not wall-clock time
 
-def timed_call(behaviour: str, limits: Limits) -> tuple[StudentError, float]:
+def timed_call(behaviour: str, limits: Limits, cpu: int | None = None) -> tuple[StudentError, float]:
     started = time.monotonic()
-    error = failing_call(FakeSpawner(behaviour), limits, SessionLog())
+    error = failing_call(FakeSpawner(behaviour, cpu=cpu), limits, SessionLog())
     return error, time.monotonic() - started
 
 
@@ -157,6 +158,53 @@ def test_timed_by_the_wall_clock_the_same_call_would_have_failed():
     """Defence off: a wall-clock limit of the same 0.5 s (the engine before) times the waiting call out."""
     error, _seconds = timed_call("1.5", Limits(call_timeout=0.5, wall_factor=1))
     assert error.type_name == "Timeout" and "waiting or sleeping" in error.message
+
+
+HELD_BACK = Limits(call_timeout=5.0, wall_factor=0.4)   # 5 s of CPU time, 2 s of load-free time per call
+
+
+def call_held_back_by_load() -> tuple[StudentError, float]:
+    """A call that computes 0.6 CPU-seconds on a CPU shared with seven spinners: about 5 s of wall-clock time."""
+    with busy_cpu(0, spinners=7):
+        return timed_call("compute:0.6", HELD_BACK, cpu=0)
+
+
+def test_a_call_held_back_by_a_busy_machine_is_not_timed_out():
+    """Issue 29, class 0: the per-call cap on time that is not CPU time counts no wait for a CPU."""
+    reports_run_delay()
+    error, seconds = call_held_back_by_load()
+    assert seconds > HELD_BACK.call_wall_timeout, f"the load did not hold the call back ({seconds:.1f} s)"
+    assert (error.type_name, error.message) == ("ValueError", "sandbox 1")
+
+
+def test_timed_by_the_wall_clock_the_call_held_back_by_load_would_have_failed(monkeypatch):
+    """Defence off: with no run-queue delay read, the load-free clock is the wall clock, and the same call times
+    out as if it slept."""
+    monkeypatch.setattr(processes, "run_delay_seconds", lambda pid: None)
+    error, _seconds = call_held_back_by_load()
+    assert error.type_name == "Timeout" and "waiting or sleeping" in error.message
+
+
+def test_sleeping_counts_against_the_submissions_budget_and_ends_it_keeping_what_ran():
+    """The budget holds load-free time too: calls that sleep spend it, the one that reaches it is stopped as the
+    budget's end (not as a strike of that function), and every later call is refused unrun."""
+    spawner = FakeSpawner("0.8")
+    log = SessionLog()
+    gateway = SandboxGateway(spawner, Limits(call_timeout=5.0, wall_factor=0.2, budget=1.5), log)
+    errors = []
+    try:
+        for _ in range(3):
+            try:
+                gateway.call("scaled_scores", ())
+            except StudentError as error:
+                errors.append(error)
+    finally:
+        gateway.close()
+        spawner.reap()
+    assert [e.type_name for e in errors] == ["ValueError", "Timeout", "Timeout"], errors
+    assert "budget" in errors[1].message and "ran out during scaled_scores" in errors[1].message
+    assert "this call was not run" in errors[2].message
+    assert log.budget_exhausted and not log.timeouts
 
 
 def test_a_call_that_computes_forever_is_stopped_after_its_cpu_seconds():

@@ -35,7 +35,7 @@ def test_an_outcome_survives_json_and_refuses_anything_else():
 
 
 def test_a_worker_that_died_mid_write_is_an_engine_failure():
-    job = Job(1, 0, 0.0, bytearray(Outcome("graded", score=100.0).to_json().encode()[:-5]))
+    job = Job(1, 0, None, bytearray(Outcome("graded", score=100.0).to_json().encode()[:-5]))
     outcome = job.outcome()
     assert (outcome.status, outcome.engine_failure, outcome.score) == ("error", True, 0.0)
 

@@ -2,6 +2,7 @@
 bad command lines. (The adversarial zoo is in test_engine.py.)"""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -168,3 +169,32 @@ def test_closing_paths_leaves_shared_scratch_folders_open(tmp_path):
     for path in (shared, private):
         isolation.hide_from_others(path)
     assert (shared.stat().st_mode & 0o7777, private.stat().st_mode & 0o7777) == (0o1777, 0o750)
+
+
+SLOW_SPLIT_HEADS = '''
+    import time
+    until = time.process_time() + 0.05   # correct, only slow: 50 ms of CPU time on every call
+    while time.process_time() < until:
+        pass
+'''
+
+
+@pytest.mark.slow
+def test_a_submission_stopped_at_its_budget_keeps_what_it_earned_and_names_what_did_not_run(tmp_path):
+    """Issue 29, class 0: the budget ends the grading of a correct but slow submission part way. The tests run
+    before keep their points, and every test begun after says it was not run, not that the code is wrong."""
+    folder = tmp_path / "class" / "slow"
+    write_submission(folder, solution=True)
+    heads = folder / "student" / "heads.py"
+    text = heads.read_text()
+    body = text.index('"""', text.index('"""', text.index("def split_heads")) + 3) + 3
+    heads.write_text(text[:body] + SLOW_SPLIT_HEADS + text[body:])
+    proc = grade(str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--budget", "3")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    row = read_rows(tmp_path / "out")["slow"]
+    assert row["status"] == "timeout" and "the points earned before are kept" in row["message"], row
+    assert 0 < row["score"] < 100 and row["part1"] > 0, row
+    results = json.loads((tmp_path / "out" / "results" / "slow.json").read_text())
+    unrun = [test for test in results["tests"] if test.get("output", "").startswith("not run (0 points)")]
+    assert unrun and all(test["score"] == 0 for test in unrun)
+    assert all("time budget" in test["output"] for test in unrun)

@@ -8,7 +8,6 @@ import pathlib
 import select
 import shutil
 import tempfile
-import time
 from dataclasses import dataclass, field
 
 from autograder.engine import (
@@ -31,7 +30,7 @@ from autograder.paths import REPO
 
 # Closed to other users when the sandboxes have their own user id (root): each must be unreadable to them.
 SECRETS = (REPO / "grading_tests", REPO / "assignment", REPO / ".git")
-SAFETY_MARGIN = 120.0   # seconds past a worker's own deadline before the batch kills it
+SAFETY_MARGIN = 120.0   # load-free seconds past a worker's own net before the batch kills it
 
 
 def isolation_note(plan: isolation.Plan, out: pathlib.Path, paths: list[str], sources: list[str],
@@ -179,7 +178,7 @@ def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier
     waiting = collections.deque(todo)
     running = {}   # result fd -> (submission, job)
     rows: list[dict] = []
-    allowed = limits.budget + limits.grace + SAFETY_MARGIN
+    allowed = limits.submission_net + SAFETY_MARGIN
 
     def record(submission, outcome: Outcome):
         attempts = gradebook.attempts_before(out, submission.slug) + 1 if outcome.engine_failure else 1
@@ -199,7 +198,7 @@ def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier
             submission = waiting.popleft()
             try:
                 kept = os.path.join(os.path.abspath(keep), submission.slug) if keep else None
-                job = template.start(submission.location, time.monotonic() + allowed, kept)
+                job = template.start(submission.location, kept)
             except (OSError, RuntimeError) as error:   # the template is gone: every row still gets written
                 record(submission, Outcome.failed(f"grader error: could not start grading ({error})"))
                 continue
@@ -215,7 +214,7 @@ def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier
             os.close(fd)
             record(submission, job.outcome())
         for _submission, job in running.values():
-            if time.monotonic() > job.deadline:   # a hung worker: an engine bug, never the student's code
+            if job.clock.elapsed() > allowed:   # a hung worker: an engine bug, never the student's code
                 processes.kill_group(job.pid)
         if not ready:
             progress.show()

@@ -3,7 +3,7 @@
 Runs in the trusted grading process. Each call is sent as a typed message of plain data (so the
 caller's tensors never leave this process: the sandbox gets copies) and answered within the
 limits, measured from here: the sandbox's own CPU time (all its processes, read from /proc) per
-call and per submission, and a generous wall-clock cap for code that sleeps. Every answer is
+call and per submission, and a generous cap on its load-free time (load_free.py) for code that sleeps. Every answer is
 checked (replies.py) before the test sees it. A timeout or a dead sandbox becomes StudentError
 for that call; the next call starts a fresh sandbox.
 """
@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 import socket
 import struct
-import time
 from dataclasses import dataclass, field
 
 from autograder.engine import emulated, messages, processes, protocol, replies, sanitize
 from autograder.engine.limits import Limits
+from autograder.engine.load_free import LoadFreeClock
 from autograder.engine.messages import Broken, CallRequest, Failure, Locked, ModuleRequest, Ready
 from autograder.gateway import (
     FUNCTIONS,
@@ -47,6 +47,7 @@ class SessionLog:
     broken: str | None = None                            # a sandbox could not lock itself down (the engine's fault)
     budget_exhausted: bool = False
     student_seconds: float = 0.0                         # CPU seconds of student code
+    student_wall_seconds: float = 0.0                    # its load-free seconds (load_free.py): sleeping counts
     sandboxes: int = 0
     output: bytearray = field(default_factory=bytearray)
     output_total: int = 0
@@ -132,7 +133,8 @@ class SandboxGateway(Gateway):
         if label in self.log.unloadable:
             raise not_imported(label, self.log.unloadable[label])
         if self.log.budget_exhausted:
-            raise StudentError("Timeout", f"the submission's time budget ({self.limits.budget:g} s) is used up")
+            raise StudentError("Timeout", f"the submission's time budget ({self.budget_words()}) is used up; "
+                                          "this call was not run")
         if self.strikes.get(label, 0) >= self.limits.timeout_strikes:
             raise StudentError("Timeout", f"{label} timed out {self.strikes[label]} times already; not called again")
         refused = self.log.refusals.count(label)
@@ -159,34 +161,41 @@ class SandboxGateway(Gateway):
         return reply
 
     def _exchange(self, label: str, data: bytes | None):
-        """Send data (None: just wait, for the import) and wait for one reply: at most call_timeout CPU
-        seconds of the sandbox (less if the budget is nearly spent), at most call_wall_timeout seconds."""
-        cap = min(self.limits.call_timeout, self.limits.budget - self.log.student_seconds)
+        """Send data (None: just wait, for the import) and wait for one reply, within two limits measured here,
+        neither of which load can reach: at most call_timeout CPU seconds of the sandbox, and at most
+        call_wall_timeout seconds of its load-free time (wall-clock time less its waits for a CPU: code that
+        sleeps); each less if the submission's budget of either is nearly spent."""
+        cpu_cap = min(self.limits.call_timeout, self.limits.budget - self.log.student_seconds)
+        wall_cap = min(self.limits.call_wall_timeout, self.limits.budget - self.log.student_wall_seconds)
         started_cpu = self.cpu_seen
+        clock = LoadFreeClock(self.pid)
 
         def used() -> float:
             return processes.tree_cpu_seconds(self.pid) - started_cpu
 
-        deadline = time.monotonic() + self.limits.call_wall_timeout
         try:
             if data is not None:
                 self.sock.sendall(data)
-            return self.reader.read(deadline, over=lambda: used() > cap)
+            return self.reader.read(None, over=lambda: used() > cpu_cap or clock.elapsed() > wall_cap)
         except protocol.TimedOut:
             spent = used()
+            computing = spent > cpu_cap
             self.log.student_seconds += spent
             self._discard()
-            if spent > cap and cap < self.limits.call_timeout:
+            if (computing and cpu_cap < self.limits.call_timeout) or (
+                    not computing and wall_cap < self.limits.call_wall_timeout):
                 self.log.budget_exhausted = True
-                raise StudentError("Timeout", f"the submission's time budget ({self.limits.budget:g} s of CPU time) "
+                self.stopped = f"the submission's time budget ({self.budget_words()}) ran out during {label}"
+                raise StudentError("Timeout", f"the submission's time budget ({self.budget_words()}) "
                                               f"ran out during {label}") from None
             self.log.timeouts.append(label)
             self.strikes[label] = self.strikes.get(label, 0) + 1
-            if spent > cap:
+            if computing:
                 raise StudentError("Timeout", f"{label} used more than {self.limits.call_timeout:g} s of CPU time") \
                     from None
             raise StudentError("Timeout", f"{label} did not finish within {self.limits.call_wall_timeout:g} s "
-                                          "(it was waiting or sleeping, not computing)") from None
+                                          "(it was waiting or sleeping, not computing; time spent waiting for "
+                                          "a busy machine's CPU is not counted)") from None
         except (protocol.Closed, OSError):
             self._discard()
             self.log.crashes.append(label)
@@ -195,10 +204,15 @@ class SandboxGateway(Gateway):
         except protocol.ProtocolError as error:
             self._refuse(label, str(error))
         finally:
+            self.log.student_wall_seconds += clock.elapsed()
             if self.pid is not None:
                 now = processes.tree_cpu_seconds(self.pid)
                 self.log.student_seconds += max(0.0, now - started_cpu)
                 self.cpu_seen = now
+
+    def budget_words(self) -> str:
+        return (f"{self.limits.budget:g} s of CPU time, and as long of wall-clock time not spent waiting for "
+                f"a busy machine's CPU")
 
     def _start(self) -> None:
         self.pid, self.sock, self.out_fd, self.second_warm = self.spawner.spawn()

@@ -5,7 +5,8 @@ The three a course may change (the per-call timeout, the budget, the memory) def
 
 Student code is timed by its own CPU time (the sandbox's processes, measured from outside
 by processes.tree_cpu_seconds), so a loaded machine never turns into the student's timeout;
-a generous wall-clock cap stops code that sleeps or waits instead of computing.
+a generous cap on its load-free time (wall-clock time less its waits for a CPU: load_free.py)
+stops code that sleeps or waits instead of computing. The budget bounds both, per submission.
 """
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from assignment.spec import SPEC
 @dataclass(frozen=True)
 class Limits:
     call_timeout: float = SPEC.settings.call_timeout    # CPU seconds per call into student code (and per import)
-    wall_factor: float = 6.0            # a call may take this many times call_timeout of wall-clock time
-    budget: float = SPEC.settings.budget                # CPU seconds of student code per submission
+    wall_factor: float = 6.0            # a call may take this many times call_timeout of load-free time
+    budget: float = SPEC.settings.budget    # seconds of student code per submission: CPU, and load-free apart
     # Each sandbox process's address space (RLIMIT_AS) and, where the memory layer holds, all of a box's
     # processes together (its memory cgroup, memcg.py): forked children share one limit.
     memory_bytes: int = int(SPEC.settings.memory_gb * 2**30)
@@ -34,11 +35,17 @@ class Limits:
     timeout_strikes: int = 2            # timeouts of one function before it is no longer called
     refusal_strikes: int = 3            # refused (malformed or forged) answers of one function, likewise
     trusted_memory_bytes: int = 8 << 30  # the trusted grading process's own address space
-    grace: float = 60.0                 # wall-clock seconds of pytest's own work allowed beyond the budget
+    grace: float = 60.0                 # load-free seconds of pytest's own work allowed beyond the budget
 
     @property
     def call_wall_timeout(self) -> float:
         return self.call_timeout * self.wall_factor
+
+    @property
+    def submission_net(self) -> float:
+        """Load-free seconds (load_free.py) after which a submission's grading is stopped as an engine failure:
+        its student code stops at the budget, so only the engine's own work can reach this."""
+        return self.budget + self.grace
 
 
 def _memory_limit() -> int:

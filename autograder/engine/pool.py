@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from autograder.engine import isolation, processes
 from autograder.engine.limits import Limits
+from autograder.engine.load_free import LoadFreeClock
 from autograder.engine.outcome import Outcome
 from autograder.engine.run_settings import NO_GPU, Settings
 
@@ -48,7 +49,7 @@ def template_environment() -> dict[str, str]:
 class Job:
     pid: int            # the worker (leader of its own process group)
     fd: int             # read end of its result pipe
-    deadline: float
+    clock: LoadFreeClock   # since it started: its tree's time, not counting waits for a busy machine's CPU
     data: bytearray = field(default_factory=bytearray)
 
     def outcome(self) -> Outcome:
@@ -86,7 +87,7 @@ class Template:
         data = plan.to_json().encode()
         self.control.sendall(PLAN_LENGTH.pack(len(data)) + data)
 
-    def start(self, source: str, deadline: float, keep: str | None = None) -> Job:
+    def start(self, source: str, keep: str | None = None) -> Job:
         """Grade source in a new worker; keep: a folder for its pytest log and its sandboxes' output."""
         read_end, write_end = os.pipe()
         try:
@@ -97,7 +98,8 @@ class Template:
         if len(reply) != PID.size:
             os.close(read_end)
             raise RuntimeError("the grading template process went away")
-        return Job(PID.unpack(reply)[0], read_end, deadline)
+        pid = PID.unpack(reply)[0]
+        return Job(pid, read_end, LoadFreeClock(pid))
 
     def close(self) -> None:
         """After the last job the template's workers are all done, so it goes at once (it may still be warming

@@ -134,3 +134,13 @@ def kill_children_except(keep: set[int]) -> None:
         for child in strays:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(child, 0)
+
+
+def run_delay_seconds(pid: int) -> float | None:
+    """How long pid has been runnable but waiting for a CPU (the kernel's run-queue delay, the second field of
+    /proc/PID/schedstat); None when it is gone or the kernel does not report it."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as handle:
+            return int(handle.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None

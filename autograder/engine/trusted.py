@@ -109,7 +109,8 @@ def judge(log, limits: Limits, exit_code: int, report) -> tuple[str, str]:
 
 def _judge_calls(log, limits: Limits) -> tuple[str, str]:
     if log.budget_exhausted:
-        return "timeout", f"time budget of {limits.budget:g} s of CPU time used up; later calls were not run"
+        return "timeout", (f"time budget of {limits.budget:g} s used up (CPU time, or wall-clock time not spent "
+                           f"waiting for a CPU); the points earned before are kept, later calls were not run")
     if log.timeouts:
         names = ", ".join(sorted(set(log.timeouts)))
         return "timeout", f"{len(log.timeouts)} call(s) timed out: {names}"
