@@ -17,13 +17,24 @@ subclass's __torch_dispatch__. What a CUDA device refuses, it refuses too, with 
 Everything else works as on a GPU: factories with device=..., .to(), .item(), .tolist(), autograd,
 nn.Module.to(), dropout, and F.scaled_dot_product_attention with the CPU's semantics (torch runs a device of
 its own through SDPA's math backend, which refuses an attn_mask together with is_causal=True; the CPU's and
-CUDA's default backends accept both, so while `cpu_like_sdpa()` is active the causal mask is folded into
+CUDA's default backends accept both, so while `like_a_gpu()` is active the causal mask is folded into
 attn_mask first). A result computed here comes back with its values.
+
+What a GPU backend registers beyond its kernels is here too, so correct code written for CUDA runs unchanged:
+- every operator without a kernel of this device (torch.tril_indices(..., device=...), and any factory torch
+  adds) runs on the CPU through one fallback, its results put here;
+- torch.autocast(device_type=NAME, ...) (a backend module that names the dtypes autocast may use);
+- torch.Generator(device=...) (a CPU generator that says it is here: this device's random numbers are the
+  CPU's) and a device's factories drawing from it;
+- pinned memory (pin_memory=True, Tensor.pin_memory()), which only a real accelerator has: while
+  `like_a_gpu()` is active a pinned tensor is an ordinary CPU tensor, as pinning changes no value.
+`fidelity_catalogue()` in tests/test_emulated_fidelity.py holds it to the CPU's values, operator by operator.
 """
 from __future__ import annotations
 
 import torch
 from torch.utils._pytree import tree_flatten, tree_map
+from torch.utils.backend_registration import _DummyBackendModule, _setup_privateuseone_for_python_backend
 
 NAME = "emulated"
 # CUDA's own words, so a student sees the message a GPU would give.
@@ -34,7 +45,7 @@ NUMPY = "can't convert {device} device type tensor to numpy. Use Tensor.cpu() to
 CROSS_DEVICE = {"copy_", "_copy_from", "_copy_from_and_resize", "_to_copy", "index", "index_put", "index_put_",
                 "_index_put_impl_", "_unsafe_index", "_unsafe_index_put", "lift_fresh", "lift_fresh_copy"}
 
-_state = {"installed": False, "library": None}
+_state = {"installed": False, "library": None, "fallback": None}
 
 
 def device() -> torch.device:
@@ -124,14 +135,61 @@ def _copy_from(source, destination, non_blocking=False):
     return destination
 
 
-class _CpuLikeSDPA(torch.overrides.TorchFunctionMode):
-    """F.scaled_dot_product_attention on this device as the CPU's default backend takes it: an attn_mask with
-    is_causal=True means both (folded into one mask here), not an error."""
+def _fallback(op, *args, **kwargs):
+    """Any operator that reaches this device with no kernel of its own (a factory asked for device=NAME, such as
+    torch.tril_indices): run it on the CPU and put its results here."""
+    if _is_here(kwargs.get("device")):
+        kwargs = {**kwargs, "device": torch.device("cpu")}
+    plain_args, plain_kwargs = tree_map(_unwrap, (args, kwargs))
+    return tree_map(_wrap, op(*plain_args, **plain_kwargs))
+
+
+class _BackendModule(_DummyBackendModule):
+    """torch.<NAME>: what torch asks of a device's module (torch.autocast asks for the dtypes it may cast to)."""
+
+    @staticmethod
+    def get_amp_supported_dtype() -> list[torch.dtype]:
+        return [torch.float16, torch.bfloat16]
+
+
+class _AnyGenerator(type(torch._C.Generator)):
+    """isinstance(g, torch.Generator) stays true of every generator torch makes (torch.default_generator too)."""
+
+    def __instancecheck__(cls, instance) -> bool:
+        return isinstance(instance, torch._C.Generator)
+
+
+class Generator(torch._C.Generator, metaclass=_AnyGenerator):
+    """torch.Generator, which for this device is a CPU generator that says it is here (its operations run on the
+    CPU, and so do their draws)."""
+
+    def __new__(cls, device=None):
+        here = device is not None and _is_here(device)
+        generator = super().__new__(cls, "cpu" if here or device is None else device)
+        generator._here = here
+        return generator
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device(NAME, 0) if self._here else super().device
+
+
+class _LikeAGpu(torch.overrides.TorchFunctionMode):
+    """What this device needs beyond its kernels to take what a GPU takes: F.scaled_dot_product_attention as the
+    CPU's default backend takes it (an attn_mask with is_causal=True means both, folded into one mask here, not
+    an error), and pinned memory as ordinary memory."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
-        if getattr(func, "__name__", "") == "scaled_dot_product_attention":
+        name = getattr(func, "__name__", "")
+        if name == "scaled_dot_product_attention":
             args, kwargs = _folded(args, kwargs)
+        elif name == "pin_memory":
+            return args[0].clone()   # a copy, as pinning makes one
+        elif name == "is_pinned":
+            return False
+        elif kwargs.get("pin_memory"):
+            kwargs["pin_memory"] = False
         return func(*args, **kwargs)
 
 
@@ -146,9 +204,9 @@ def _folded(args, kwargs):
     return (), {**bound, "attn_mask": folded, "is_causal": False}
 
 
-def cpu_like_sdpa():
-    """A context in which SDPA on this device accepts what it accepts on the CPU (see the module's docstring)."""
-    return _CpuLikeSDPA()
+def like_a_gpu():
+    """A context in which this device takes what a GPU takes (see _LikeAGpu and the module's docstring)."""
+    return _LikeAGpu()
 
 
 def install() -> None:
@@ -156,15 +214,19 @@ def install() -> None:
     operations reach without a tensor of ours to dispatch on (factories, the copy of torch.tensor(...))."""
     if _state["installed"]:
         return
-    from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
-
     if torch._C._get_privateuse1_backend_name() != NAME:
-        _setup_privateuseone_for_python_backend(NAME)
+        _setup_privateuseone_for_python_backend(NAME, backend_module=_BackendModule())
     library = torch.library.Library("aten", "IMPL")
     library.impl("empty_strided", _empty_strided, "PrivateUse1")
     library.impl("empty.memory_format", _empty, "PrivateUse1")
     library.impl("_copy_from", _copy_from, "PrivateUse1")
-    _state.update(installed=True, library=library)   # the library must outlive this call
+    fallback = torch.library.Library("_", "IMPL")
+    fallback.fallback(_fallback, "PrivateUse1")
+    # Autocast's own kernels where torch registers them for this device; every other operator passes through, as a
+    # GPU backend declares it (CUDA's autocast does the same).
+    fallback.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
+    torch.Generator = Generator
+    _state.update(installed=True, library=library, fallback=fallback)   # the libraries must outlive this call
 
 
 def to_plain(tensor: torch.Tensor) -> torch.Tensor:

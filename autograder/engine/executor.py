@@ -117,9 +117,9 @@ class _KernelWatch(TorchDispatchMode):
 
 @contextlib.contextmanager
 def watching_attention(seen: list[str]):
-    """Note in `seen` the names of torch's attention functions that the code run inside calls (and give SDPA the
-    CPU's semantics on the emulated device)."""
-    with _AttentionWatch(seen), emulated.cpu_like_sdpa(), _KernelWatch(seen):
+    """Note in `seen` the names of torch's attention functions that the code run inside calls (and let the emulated
+    device take what a GPU takes: emulated.like_a_gpu)."""
+    with _AttentionWatch(seen), emulated.like_a_gpu(), _KernelWatch(seen):
         yield
 
 
@@ -174,16 +174,27 @@ def _device(device: str, default_device: str | None) -> torch.device:
 
 @contextlib.contextmanager
 def defaulting_to(device: str | None):
-    """torch's default device during a call (None: leave it): where `device=None` means to create tensors."""
+    """torch's default device during a call (None: leave it): where `device=None` means to create tensors.
+
+    Afterwards torch has no default device again, not the CPU as one: torch.set_default_device("cpu") is not the
+    state it starts in, for it makes every factory, torch.as_tensor(tensor) included, put its result on the CPU,
+    so a tensor on a GPU that a later call hands to torch.as_tensor(lengths, device=None) would come back on the
+    CPU, as it never does in a fresh process."""
     if device is None:
         yield
         return
-    previous = torch.get_default_device()
+    previous = torch.get_default_device() if _has_default_device() else None
     torch.set_default_device(device)
     try:
         yield
     finally:
         torch.set_default_device(previous)
+
+
+def _has_default_device() -> bool:
+    """Whether torch.set_default_device has set one (torch keeps it as a device context; there is no public getter
+    that tells "none" from "the CPU")."""
+    return getattr(getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None), "device_context", None) is not None
 
 
 def disable_compilation() -> None:

@@ -112,6 +112,14 @@ VARIANTS += [
          "    for row, count in enumerate(counts):\n"
          "        mask[row, :count] = True\n"
          "    return mask\n"),
+    # A tensor's lengths stay where they are (as_tensor with device None), the positions follow them there.
+    edit("padding-mask-follows-the-lengths", None, "masking.py",
+         "    if device is None and isinstance(lengths, torch.Tensor):\n"
+         "        device = lengths.device\n" + PADDING_BODY,
+         "    lengths = torch.as_tensor(lengths, device=device)\n"
+         "    if max_len is None:\n"
+         "        max_len = int(lengths.max()) if lengths.numel() else 0\n"
+         "    return torch.arange(max_len, device=lengths.device) < lengths[:, None]\n"),
     # Hugging Face style: drop a padding mask that hides nothing (reads values, like the above).
     edit("all-ones-mask-shortcut", None, "multihead.py", MHA_MASK,
          "        if padding_mask is not None and torch.all(padding_mask == 1):\n"
