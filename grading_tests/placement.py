@@ -26,7 +26,11 @@ def call_placed(function: GradedFunction, *args, shape, device_argument: bool = 
                 **kwargs) -> CallResult:
     """function (student.<name>) with every tensor input on the second device, or (device_argument) with
     device=<the second device> passed to it, or (default_device) with the second device torch's default device
-    and no device passed; the result must have `shape` (see expect_result) and be on the second device."""
+    and no device passed; the result must have `shape` (see expect_result) and be on the second device.
+
+    With default_device the same call is made three times, the default changed between them (the second device,
+    none, the second device again), so a result remembered from an earlier call (a cache keyed on device=None)
+    lands on the wrong device in one of them, whichever came first."""
     second = function.gateway.second_device
     if device_argument:
         kwargs, options, where = {**kwargs, "device": second}, CallOptions(), ""
@@ -34,13 +38,25 @@ def call_placed(function: GradedFunction, *args, shape, device_argument: bool = 
         options, where = CallOptions(default_device=second), f" with torch's default device {second}"
     else:
         options, where = CallOptions(device=second), f" with inputs on {second}"
-    what = describe_call(function.name, args, kwargs) + where
+    result = _placed(function, args, kwargs, options, describe_call(function.name, args, kwargs) + where, second,
+                     shape)
+    if default_device:
+        _placed(function, args, kwargs, CallOptions(),
+                describe_call(function.name, args, kwargs) + " with no default device set (after a call with one)",
+                "cpu", shape)
+        result = _placed(function, args, kwargs, options, describe_call(function.name, args, kwargs) + where +
+                         " (after a call with none)", second, shape)
+    return result
+
+
+def _placed(function: GradedFunction, args, kwargs, options: CallOptions, what: str, device: str,
+            shape) -> CallResult:
     try:
         result = function(*args, options=options, **kwargs)
     except StudentError as error:
-        _failed(error, what, second)
+        _failed(error, what, device)
     expect_result(result, shape, what)
-    expect_devices(result, second, what)
+    expect_devices(result, device, what)
     return result
 
 

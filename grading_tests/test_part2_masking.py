@@ -107,12 +107,14 @@ def test_padding_mask_values(student, lengths, max_len, as_tensor):
 @pytest.mark.second_device
 def test_padding_mask_on_the_lengths_device(student):
     call_placed(student.padding_mask, torch.tensor([2, 4, 1]), max_len=5, shape=(3, 5))
+    call_placed(student.padding_mask, torch.tensor([2, 4, 1]), shape=(3, 4))   # max_len from the lengths
 
 
 @pytest.mark.gated("padding_mask")
 @pytest.mark.second_device
 def test_padding_mask_on_the_requested_device(student):
     call_placed(student.padding_mask, [2, 4, 1], max_len=5, shape=(3, 5), device_argument=True)
+    call_placed(student.padding_mask, [2, 4, 1], shape=(3, 4), device_argument=True)   # max_len from the lengths
 
 
 @pytest.mark.gated("padding_mask")
@@ -120,6 +122,7 @@ def test_padding_mask_on_the_requested_device(student):
 def test_padding_mask_of_a_list_on_the_default_device(student):
     """Lengths given as a list and no device: torch's default device (torch.set_default_device)."""
     call_placed(student.padding_mask, [2, 4, 1], max_len=5, shape=(3, 5), default_device=True)
+    call_placed(student.padding_mask, [2, 4, 1], shape=(3, 4), default_device=True)   # max_len from the lengths
 
 
 # ---------------------------------------------------------------- apply_mask
@@ -302,6 +305,10 @@ RANDOM_CASES = {
     "broadcast-mask-and-scale": ((3, 2, 5, 12), (3, 2, 5, 12), (3, 2, 5, 12), (5, 5), False, 0.3),
     "broadcast-batch": ((2, 1, 4, 8), (1, 3, 6, 8), (1, 3, 6, 2), (6,), False, None),
     "zero-scale": ((2, 5, 6), (2, 4, 6), (2, 4, 3), (5, 4), False, 0.0),   # every visible key weighs the same
+    # Past the tile sizes of a blocked softmax (16, 32, 64 keys), at odd lengths: a running maximum or normaliser
+    # that is not rescaled between tiles is wrong only here.
+    "67-keys-mask": ((2, 5, 8), (2, 67, 8), (2, 67, 3), (5, 67), False, None),
+    "33-causal-odd": ((1, 2, 33, 4), (1, 2, 33, 4), (1, 2, 33, 6), None, True, None),
 }
 
 

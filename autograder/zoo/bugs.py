@@ -1,5 +1,6 @@
 """Realistic wrong submissions, each with the part its bug lives in. Every one must lose points there."""
-from autograder.zoo import edit
+from autograder.samples import reference_source
+from autograder.zoo import Sample, edit, sample
 from autograder.zoo.reference_lines import (
     CAUSAL,
     COMBINE,
@@ -277,4 +278,35 @@ BUGS = [
          " if is_causal else mask)\n"
          "            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=folded, dropout_p=dropout_p,"
          " is_causal=is_causal and mask is None)", "bypasses self._fused_attention"),
+]
+
+
+def _lru_cached_causal_mask() -> Sample:
+    """causal_mask behind functools.lru_cache: the cache's key holds device=None, so once a call with one default
+    device is cached, a call with another default device gets the first one's tensor."""
+    def make():
+        text = reference_source("masking.py")
+        for old in ("import torch\n", "\ndef causal_mask("):
+            if text.count(old) != 1:
+                raise ValueError(f"masking.py: expected exactly one {old!r}")
+        text = text.replace("import torch\n", "import functools\n\nimport torch\n")
+        cached = "\n@functools.lru_cache(maxsize=None)\ndef causal_mask("
+        return {"masking.py": text.replace("\ndef causal_mask(", cached)}
+    return sample("causal-mask-lru-cached", 2, make, "a cached tensor on the first call's default device")
+
+
+BUGS += [
+    _lru_cached_causal_mask(),
+    # A softmax over tiles of 16 keys (flash attention's online softmax) whose running normaliser is not rescaled
+    # when a later tile raises the maximum: right up to 16 keys, wrong past them.
+    edit("tiled-softmax-not-rescaled", 2, "masking.py", SOFTMAX,
+         "    masked = apply_mask(scores, mask)\n"
+         "    running_max = torch.full_like(masked[..., :1], float(\"-inf\"))\n"
+         "    total = torch.zeros_like(masked[..., :1])\n"
+         "    for tile in masked.split(16, dim=-1):\n"
+         "        new_max = torch.maximum(running_max, tile.amax(dim=-1, keepdim=True))\n"
+         "        total = total + (tile - new_max).exp().sum(dim=-1, keepdim=True)\n"
+         "        running_max = new_max\n"
+         "    weights = (masked - running_max).exp() / total",
+         "the normaliser of earlier tiles is not rescaled to a later maximum"),
 ]
