@@ -248,3 +248,18 @@ def in_a_batch(example: torch.Tensor, seed: int, size: int = 3) -> torch.Tensor:
     if example.dtype == torch.bool:
         rest = rest > 0
     return torch.cat([example.unsqueeze(0), rest])
+
+
+def laid_out(x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """x's values in the layouts real callers pass, each a view (the engine's wire keeps the layout): stored
+    transposed (the last two dims swapped in memory), stored in the reverse order of its dims, and sliced out of
+    a wider tensor (an offset, and rows further apart than their length). Each equals x."""
+    order = list(reversed(range(x.dim())))
+    wider = torch.zeros(*x.shape[:-1], x.shape[-1] + 3, dtype=x.dtype)
+    wider[..., 2:2 + x.shape[-1]] = x
+    views = {"a sliced view": wider[..., 2:2 + x.shape[-1]]}
+    if x.dim() >= 2:
+        views["a transposed view"] = x.transpose(-2, -1).contiguous().transpose(-2, -1)
+    if x.dim() >= 3:
+        views["a permuted view"] = x.permute(order).contiguous().permute(order)
+    return views

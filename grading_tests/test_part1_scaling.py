@@ -15,6 +15,7 @@ from grading_tests.checks import (
     expect_unmodified,
     fail,
     in_a_batch,
+    laid_out,
     randn,
 )
 from grading_tests.placement import call_placed
@@ -123,3 +124,15 @@ def test_inputs_are_not_modified(student):
 @pytest.mark.second_device
 def test_works_on_the_inputs_device(student):
     call_placed(student.scaled_scores, randn(2, 3, 5, seed=24), randn(2, 4, 5, seed=25), shape=(2, 3, 4))
+
+
+def test_views_of_q_and_k_give_the_same_scores(student):
+    """q and k as the views real callers pass (sliced, transposed, permuted in memory, expanded over the batch)."""
+    q, k = randn(2, 3, 5, 6, seed=15), randn(2, 3, 4, 6, seed=16)
+    q_views, k_views = laid_out(q), laid_out(k)
+    for name in q_views:
+        check_scores(student, q_views[name], k_views[name],
+                     what=f"scaled_scores(q {tuple(q.shape)}, k {tuple(k.shape)}), each {name}")
+    shared = randn(1, 3, 4, 6, seed=17)
+    check_scores(student, q, shared.expand(2, 3, 4, 6),
+                 what=f"scaled_scores(q {tuple(q.shape)}, k (2, 3, 4, 6) expanded from (1, 3, 4, 6))")

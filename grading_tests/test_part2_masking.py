@@ -16,6 +16,7 @@ from grading_tests.checks import (
     expect_unmodified,
     fail,
     in_a_batch,
+    laid_out,
     randn,
 )
 from grading_tests.placement import call_placed
@@ -319,6 +320,18 @@ def test_agrees_with_float64_math_on_random_inputs(student, case):
     q, k, v = randn(*q_shape, seed=seed, scale=2.0), randn(*k_shape, seed=seed + 1), randn(*v_shape, seed=seed + 2)
     mask = None if mask_shape is None else _mask(mask_shape, seed + 3)
     check_attention(student, q, k, v, mask, is_causal=is_causal, scale=scale)
+
+
+def test_views_of_the_inputs_give_the_same_attention(student):
+    """q, k, v as the views real callers pass (sliced, transposed, permuted in memory) and a mask expanded over the
+    heads: the same output and weights as contiguous inputs."""
+    q, k, v = randn(2, 3, 5, 6, seed=170, scale=2.0), randn(2, 3, 7, 6, seed=171), randn(2, 3, 7, 4, seed=172)
+    mask = _mask((2, 1, 5, 7), 173)
+    views = [laid_out(t) for t in (q, k, v)]
+    for name in views[0]:
+        check_attention(student, *(view[name] for view in views), mask.expand(2, 3, 5, 7),
+                        what=f"{SDPA}(q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, mask (2, 3, 5, 7) "
+                             f"expanded from (2, 1, 5, 7)), q, k and v each {name}")
 
 
 @pytest.mark.parametrize("is_causal, with_mask", [(False, False), (True, False), (False, True), (True, True)],

@@ -14,6 +14,7 @@ from grading_tests.checks import (
     expect_tensor,
     expect_unmodified,
     fail,
+    laid_out,
     randn,
 )
 from grading_tests.placement import call_placed
@@ -69,6 +70,24 @@ def test_split_heads_values(student, B, L, E, H):
 @pytest.mark.parametrize("B, L, E, H", SHAPES, ids=SHAPE_IDS)
 def test_merge_heads_values(student, B, L, E, H):
     check_merge(student, randn(B, H, L, E // H, seed=210 + E))
+
+
+def test_split_heads_of_views(student):
+    """x as the views real callers pass (sliced, transposed, permuted in memory, expanded over the batch)."""
+    x = randn(2, 5, 12, seed=220)
+    for name, view in {**laid_out(x), "a view expanded over the batch": x[:1].expand(2, 5, 12)}.items():
+        result = call(student.split_heads, view, 3)
+        expect_equal(result.value, oracle.split(view, 3), f"split_heads(x (2, 5, 12) as {name}, 3)",
+                     hints=split_hints(view, 3))
+
+
+def test_merge_heads_of_views(student):
+    """x as the views real callers pass (sliced, transposed, permuted in memory, expanded over the batch)."""
+    x = randn(2, 3, 5, 4, seed=221)
+    for name, view in {**laid_out(x), "a view expanded over the batch": x[:1].expand(2, 3, 5, 4)}.items():
+        result = call(student.merge_heads, view)
+        expect_equal(result.value, oracle.merge(view), f"merge_heads(x (2, 3, 5, 4) as {name})",
+                     hints=merge_hints(view))
 
 
 def test_head_h_holds_features_h_times_d_onwards(student):

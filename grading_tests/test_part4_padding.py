@@ -5,7 +5,16 @@ import torch.nn.functional as F
 
 from autograder.gateway import CallOptions
 from grading_tests import oracle
-from grading_tests.checks import call, expect_equal, expect_result, expect_shape, expect_unmodified, fail, randn
+from grading_tests.checks import (
+    call,
+    expect_equal,
+    expect_result,
+    expect_shape,
+    expect_unmodified,
+    fail,
+    laid_out,
+    randn,
+)
 from grading_tests.placement import call_placed
 
 pytestmark = pytest.mark.part(4)
@@ -23,10 +32,10 @@ def expansion_hints(mask, L):
     ]
 
 
-def check_expansion(student, mask, L, options=CallOptions()):
+def check_expansion(student, mask, L, options=CallOptions(), what=None):
     B, S = mask.shape
     result = call(student.expand_padding_mask, mask, L, options=options)
-    what = f"expand_padding_mask(mask {tuple(mask.shape)}, {L})"
+    what = what or f"expand_padding_mask(mask {tuple(mask.shape)}, {L})"
     got = result.value
     if isinstance(got, torch.Tensor) and tuple(got.shape) == (B, 1, S, L) != (B, 1, L, S):
         fail(f"{what} has shape {tuple(got.shape)}, expected {(B, 1, L, S)}: queries go in dim 2, keys in dim 3")
@@ -45,6 +54,13 @@ def check_expansion(student, mask, L, options=CallOptions()):
 ], ids=["lesson", "square", "one-query", "many-queries"])
 def test_every_query_row_repeats_the_key_mask(student, lengths, max_len, L):
     check_expansion(student, oracle.padding(lengths, max_len), L)
+
+
+def test_views_of_the_mask_expand_the_same(student):
+    """mask as the views real callers pass (sliced, transposed in memory)."""
+    mask = oracle.padding([3, 5, 1], 6)
+    for name, view in laid_out(mask).items():
+        check_expansion(student, view, 4, what=f"expand_padding_mask(mask (3, 6) as {name}, 4)")
 
 
 def test_lesson_combined_causal_and_padding_mask(student):

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from autograder.gateway import ModuleSpec, StudentError
-from grading_tests.checks import expect_computed, expect_unmodified, fail, randn, run_module
+from grading_tests.checks import expect_computed, expect_unmodified, fail, laid_out, randn, run_module
 from grading_tests.module_checks import (
     MODULE_CASES,
     case_inputs,
@@ -69,6 +69,17 @@ def test_lesson_self_and_causal_attention(student):
 @pytest.mark.parametrize("case", MODULE_CASES, ids=list(MODULE_CASES))
 def test_agrees_with_float64_math_on_random_inputs(student, case):
     check_module(student, *case_inputs(case, 510 + 10 * list(MODULE_CASES).index(case)))
+
+
+def test_views_as_inputs_give_the_same_output(student):
+    """x, context and padding_mask as the views real callers pass (sliced, transposed, permuted in memory)."""
+    init_kwargs, state, forward = case_inputs("cross-padding", 660)
+    x_views, context_views = laid_out(forward["x"]), laid_out(forward["context"])
+    mask_views = laid_out(forward["padding_mask"])
+    for name in x_views:
+        mask = mask_views.get(name, mask_views["a sliced view"])
+        check_module(student, init_kwargs, state, {**forward, "x": x_views[name], "context": context_views[name],
+                                                   "padding_mask": mask})
 
 
 @pytest.mark.parametrize("case", ["self-causal-padding", "cross-padding"])

@@ -25,6 +25,8 @@ def split_heads(x: Annotated[torch.Tensor, "B L E"], num_heads: int) -> Annotate
 
     Rules (the grader checks each one, for merge_heads too): the result keeps
     the dtype and the device of x; autograd works; x is never modified in place.
+    x may be a view (transposed, sliced, expanded): never assume its memory is
+    contiguous (x.as_strided with strides of your own reads the wrong numbers).
     """
     raise NotImplementedError("Part 3: split_heads is not implemented yet")
 

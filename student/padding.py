@@ -21,6 +21,7 @@ def expand_padding_mask(mask: Annotated[torch.Tensor, "B S"], num_queries: int) 
         broadcasts over heads, the shape torch's SDPA accepts as attn_mask.
 
     Rules (the grader checks each one): the result lives on the device of
-    mask; mask is never modified in place.
+    mask; mask is never modified in place. mask may be a view (sliced,
+    transposed, expanded): never assume its memory is contiguous.
     """
     raise NotImplementedError("Part 4: expand_padding_mask is not implemented yet")

@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 
-from autograder.engine import emulated, executor, messages, protocol, replies
+from autograder.engine import emulated, executor, layout, messages, protocol, replies
 from autograder.engine.messages import CallReply, CallRequest, Failure, ModuleReply, ModuleRequest, Ready
 from autograder.engine.protocol import ProtocolError
 from autograder.gateway import Gateway, ModuleSpec, module_path
@@ -371,3 +371,50 @@ def test_the_dispatchers_watch_sees_a_call_hidden_from_the_function_watch(monkey
     assert seen_while(lambda: torch.softmax(q @ q.transpose(-2, -1), -1) @ q) == []   # manual math is not a call
     monkeypatch.setattr(executor, "ATTENTION_KERNELS", {})   # the defence off: the hidden call goes unseen
     assert seen_while(hidden) == []
+
+
+# ---------------------------------------------------------------- layouts (issue 29, class 2)
+
+LAYOUTS = {
+    "transposed": lambda x: x.transpose(1, 2), "sliced": lambda x: x[:, 1:, ::2],
+    "expanded": lambda x: x[:, :1].expand(2, 5, 4), "offset": lambda x: x.reshape(-1)[5:17].view(3, 4),
+    "permuted": lambda x: x.permute(2, 0, 1), "plain": lambda x: x,
+}
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_a_request_keeps_each_tensors_layout_on_the_wire_and_on_the_device(name):
+    """A hidden test's view reaches student code as the same view (strides and offset), on either device."""
+    view = LAYOUTS[name](torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(0)))
+    frame = CallRequest("split_heads", (view,), {}).encode()
+    arrived = messages.decode(protocol.decode(frame[protocol.LENGTH.size:], views=True), *messages.REQUESTS).args[0]
+    assert torch.equal(arrived, view) and arrived.stride() == view.stride()
+    assert arrived.storage_offset() == min(view.storage_offset(), protocol.MAX_VIEW_OFFSET)
+    for device in ("cpu", emulated.device()):
+        placed = layout.moved(arrived, torch.device(device))
+        assert placed.stride() == view.stride() and torch.equal(emulated.to_plain(placed), view)
+
+
+def test_without_the_layout_the_view_would_arrive_contiguous():
+    """Defence off: a request encoded as the trusted side's replies are (values only) loses the strides, which is
+    how an as_strided that assumes contiguous strides scored 100."""
+    view = torch.randn(2, 3, 4).transpose(1, 2)
+    frame = protocol.encode(view)
+    assert protocol.decode(frame[protocol.LENGTH.size:], views=True).stride() != view.stride()
+
+
+def test_the_trusted_side_never_decodes_a_view():
+    frame = CallRequest("split_heads", (torch.randn(2, 3, 4).transpose(1, 2),), {}).encode()
+    with pytest.raises(ProtocolError, match="malformed tensor entry"):
+        protocol.decode(frame[protocol.LENGTH.size:])
+
+
+@pytest.mark.parametrize("view, why", [
+    ({"stride": [-1, 1], "offset": 0}, "strides"), ({"stride": [1], "offset": 0}, "strides"),
+    ({"stride": [1, 1], "offset": protocol.MAX_VIEW_OFFSET + 1}, "offset"), ({"stride": [1, 1]}, "malformed"),
+    ({"stride": [1 << 40, 1], "offset": 0}, "over the limit"),
+])
+def test_a_view_that_claims_too_much_is_refused_before_anything_is_allocated(view, why):
+    body = frame_body({"value": {"tensor": 0}, "tensors": [["float32", [2, 2], "cpu", view]]}, b"\0" * 12)
+    with pytest.raises(ProtocolError, match=why):
+        protocol.decode(body, views=True)

@@ -133,6 +133,8 @@ def scaled_dot_product_attention(
           float32 and cast back.
         - Autograd works (gradients reach q, k and v).
         - q, k, v and mask are never modified in place.
+        - q, k, v and mask may be views (transposed, sliced, expanded): never
+          assume their memory is contiguous.
         - Do not call torch.nn.functional.scaled_dot_product_attention here (nor nn.MultiheadAttention):
           a hidden test during which your code calls it earns no points, and your instructor sees it flagged.
     """

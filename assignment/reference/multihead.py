@@ -100,6 +100,8 @@ class MultiHeadAttention(nn.Module):
               may be computed in float32 and cast back.
             - Autograd works: gradients reach x, context and all four projections.
             - x, context and padding_mask are never modified in place.
+            - x, context and padding_mask may be views (transposed, sliced,
+              expanded): never assume their memory is contiguous.
         """
         # BEGIN SOLUTION
         if is_causal and context is not None:

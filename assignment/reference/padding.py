@@ -21,7 +21,8 @@ def expand_padding_mask(mask: Annotated[torch.Tensor, "B S"], num_queries: int) 
         broadcasts over heads, the shape torch's SDPA accepts as attn_mask.
 
     Rules (the grader checks each one): the result lives on the device of
-    mask; mask is never modified in place.
+    mask; mask is never modified in place. mask may be a view (sliced,
+    transposed, expanded): never assume its memory is contiguous.
     """
     # BEGIN SOLUTION
     B, S = mask.shape

@@ -34,6 +34,8 @@ def scaled_scores(
           the way); float16 and bfloat16 may be computed in float32 and cast back.
         - Autograd works: no .detach(), no .item(), no torch.no_grad().
         - q and k are never modified in place.
+        - q and k may be views (transposed, sliced, expanded): never assume
+          their memory is contiguous.
     """
     # BEGIN SOLUTION
     if scale is None:

@@ -22,7 +22,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from assignment.spec import SPEC
-from autograder.engine import emulated
+from autograder.engine import emulated, layout
 
 # The graded names of the student API, from the assignment's declaration (the student/ docstrings state them).
 FUNCTIONS = SPEC.functions
@@ -250,8 +250,8 @@ def execute_call(student, function: str, args=(), kwargs=None, *, device: str = 
     if function not in FUNCTIONS:
         raise StudentFailure("ValueError", f"{function} is not a graded function")
     target = _device(device, default_device)
-    args = map_tensors(tuple(args), lambda t: t.detach().to(target).clone())
-    kwargs = map_tensors(dict(kwargs or {}), lambda t: t.detach().to(target).clone())
+    args = map_tensors(tuple(args), lambda t: layout.moved(t, target))
+    kwargs = map_tensors(dict(kwargs or {}), lambda t: layout.moved(t, target))
     wants_grad = grad_outputs is not None
     differentiable = [a if isinstance(a, torch.Tensor) and a.is_floating_point() and wants_grad else None
                       for a in args]
@@ -296,7 +296,7 @@ def execute_module(student, *, init_kwargs: dict, state_dict=None, forward_kwarg
             module.to(dtype)
         module.to(target)
         module.train(training)
-        inputs = {key: value.detach().to(target).clone() if isinstance(value, torch.Tensor) else value
+        inputs = {key: layout.moved(value, target) if isinstance(value, torch.Tensor) else value
                   for key, value in forward_kwargs.items()}
 
         wants_grad = grad_outputs is not None

@@ -23,9 +23,11 @@ TEXT_MAP = "dict of str to str"
 class Message:
     KIND: ClassVar[str]
     FIELDS: ClassVar[dict[str, Any]]   # field -> a type, a tuple of types, or TEXT_LIST
+    VIEWS: ClassVar[bool] = False      # its tensors travel with their layouts (requests: protocol.py)
 
     def encode(self) -> bytes:
-        return protocol.encode({"kind": self.KIND, **{f.name: getattr(self, f.name) for f in fields(self)}})
+        return protocol.encode({"kind": self.KIND, **{f.name: getattr(self, f.name) for f in fields(self)}},
+                               views=self.VIEWS)
 
 
 def decode(value, *allowed: type[Message]) -> Message:
@@ -74,6 +76,7 @@ RUN_FIELDS = {"device": str, "seed": int, "grad_outputs": (tuple, NONE), "sdpa_b
 @dataclass
 class CallRequest(Message):
     KIND: ClassVar[str] = "call"
+    VIEWS: ClassVar[bool] = True
     FIELDS: ClassVar[dict] = {"function": str, "args": tuple, "kwargs": dict, **RUN_FIELDS}
     function: str
     args: tuple
@@ -88,6 +91,7 @@ class CallRequest(Message):
 @dataclass
 class ModuleRequest(Message):
     KIND: ClassVar[str] = "module"
+    VIEWS: ClassVar[bool] = True
     FIELDS: ClassVar[dict] = {"init_kwargs": dict, "state_dict": (dict, NONE), "forward_kwargs": (dict, NONE),
                               "training": bool, "dtype": (torch.dtype, NONE), "method": str, **RUN_FIELDS}
     init_kwargs: dict

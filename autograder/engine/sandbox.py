@@ -50,7 +50,7 @@ def warm_up() -> None:
     torch.einsum("bhld,bhsd->bhls", q.detach().half(), q.detach().half())
     torch.nn.functional.scaled_dot_product_attention(q.double(), q.double(), q.double(), is_causal=True)
     request = messages.CallRequest("scaled_scores", (torch.ones(2, dtype=torch.bfloat16), torch.float16), {})
-    messages.decode(protocol.decode(request.encode()[protocol.LENGTH.size:]), *messages.REQUESTS)
+    messages.decode(protocol.decode(request.encode()[protocol.LENGTH.size:], views=True), *messages.REQUESTS)
     _warm["cpu"] = True
 
 
@@ -183,7 +183,7 @@ def serve(sock, wires: tripwires.Tripwires) -> None:
         return
     _flush()
     sock.sendall(Ready(unloadable, wires.drain()).encode())
-    reader = protocol.FrameReader(sock)
+    reader = protocol.FrameReader(sock, views=True)   # requests: tensors keep the layouts the tests gave them
     while True:
         try:
             request = messages.decode(reader.read(None), *messages.REQUESTS)

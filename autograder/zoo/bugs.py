@@ -297,6 +297,33 @@ def _lru_cached_causal_mask() -> Sample:
 
 BUGS += [
     _lru_cached_causal_mask(),
+    # Strides of its own for a contiguous x: right for the output of a Linear, wrong for a transposed or sliced view.
+    edit("split-as-strided-contiguous", 3, "heads.py", SPLIT,
+         "    D = E // num_heads\n"
+         "    return x.as_strided((B, num_heads, L, D), (L * E, D, E, 1))",
+         "strides that assume x is contiguous"),
+    # Batch dims flattened with .view (as bmm-era code did): fails on a layout .view cannot merge.
+    edit("scores-batch-flattened-with-view", 1, "scaling.py", SCORES,
+         "    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])\n"
+         "    q3 = q.expand(*lead, *q.shape[-2:]).view(-1, q.size(-2), q.size(-1))\n"
+         "    k3 = k.expand(*lead, *k.shape[-2:]).view(-1, k.size(-2), k.size(-1))\n"
+         "    return torch.bmm(q3, k3.transpose(1, 2)).view(*lead, q.size(-2), k.size(-2)) * scale",
+         ".view of an input assumes its memory is contiguous"),
+    edit("weighted-values-flattened-with-view", 2, "masking.py", RETURN,
+         "    lead = torch.broadcast_shapes(weights.shape[:-2], v.shape[:-2])\n"
+         "    w3 = weights.expand(*lead, *weights.shape[-2:]).reshape(-1, *weights.shape[-2:])\n"
+         "    v3 = v.expand(*lead, *v.shape[-2:]).view(-1, *v.shape[-2:])\n"
+         "    return torch.bmm(w3, v3).view(*lead, weights.size(-2), v.size(-1)), weights",
+         ".view of v assumes its memory is contiguous"),
+    edit("expand-as-strided-contiguous", 4, "padding.py", EXPAND,
+         "    return mask.as_strided((B, 1, num_queries, S), (S, 0, 0, 1))",
+         "strides that assume the mask is contiguous"),
+    edit("projections-of-a-flattened-view", 5, "multihead.py", PROJECTIONS,
+         "        flat_x, flat_source = x.view(-1, x.size(-1)), source.view(-1, source.size(-1))\n"
+         "        q = split_heads(self.q_proj(flat_x).view(x.shape), self.num_heads)\n"
+         "        k = split_heads(self.k_proj(flat_source).view(source.shape), self.num_heads)\n"
+         "        v = split_heads(self.v_proj(flat_source).view(source.shape), self.num_heads)\n",
+         "x.view(-1, E) assumes x is contiguous"),
     # A softmax over tiles of 16 keys (flash attention's online softmax) whose running normaliser is not rescaled
     # when a later tile raises the maximum: right up to 16 keys, wrong past them.
     edit("tiled-softmax-not-rescaled", 2, "masking.py", SOFTMAX,
