@@ -24,7 +24,8 @@ from autograder import derived
 from autograder.paths import GRADING_DIR, REFERENCE_DIR, REPO
 
 # The names of the gateway itself (not graded functions) that a hidden test may use on `student`.
-GATEWAY_NAMES = {"call", "run_module", "flags", "forbidden", "test", "second_device"}   # autograder/gateway.py Gateway
+GATEWAY_NAMES = {"call", "run_module", "flags", "forbidden", "test", "second_device",   # autograder/gateway.py
+                 "start_afresh"}
 # "Part 6", "Parts 5 and 6", "Parts 1, 2, 5 and 6", "check(6)", "--part 6", "part6" (a pytest marker), "part-6".
 PART_MENTIONS = (re.compile(r"\b[Pp]arts?\s+(\d+(?:\s*(?:,|and|or|&)\s*\d+)*)"),
                  re.compile(r"\bcheck\((\d+)\)"), re.compile(r"--part[= ](\d+)"), re.compile(r"\bpart-?(\d+)\b"))

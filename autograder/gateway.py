@@ -156,6 +156,11 @@ class Gateway(ABC):
                              f"declares {', '.join(FUNCTIONS)})")
 
     @abstractmethod
+    def start_afresh(self) -> None:
+        """The next call runs in another process than the last one did: a test that compares two answers asks for
+        the second afresh, so the first, remembered, cannot stand in for it."""
+
+    @abstractmethod
     def call(self, function: str, args: tuple = (), kwargs: dict | None = None,
              options: CallOptions = CallOptions()) -> CallResult:
         """Call student.<function>(*args, **kwargs)."""

@@ -374,6 +374,7 @@ def test_future_tokens_do_not_change_past_outputs(student):
     q2, k2, v2 = q.clone(), k.clone(), v.clone()
     for t in (q2, k2, v2):
         t[:, 4:] += 10.0
+    student.start_afresh()
     after, _ = attend(student, q2, k2, v2, is_causal=True)
     if not agree(before[:, :4], after[:, :4], atol=1e-6):
         fail("with is_causal=True, changing tokens 4..6 changed the outputs of tokens 0..3: "
@@ -390,6 +391,7 @@ def test_padded_keys_do_not_change_real_outputs(student):
     for b, n in enumerate(lengths):
         k2[b, n:] = randn(8 - n, 6, seed=69 + b, scale=5.0)
         v2[b, n:] = randn(8 - n, 4, seed=72 + b, scale=5.0)
+    student.start_afresh()
     after, _ = attend(student, q.unsqueeze(1), k2.unsqueeze(1), v2.unsqueeze(1), mask)
     if not agree(before, after, atol=1e-6):
         fail("changing the padded keys and values changed the output: padded tokens must get zero weight")
@@ -400,6 +402,7 @@ def test_self_attention_is_permutation_equivariant(student):
     x = randn(2, 7, 6, seed=75)
     perm = torch.tensor([3, 0, 6, 1, 5, 2, 4])
     out, _ = attend(student, x, x, x)
+    student.start_afresh()
     permuted, _ = attend(student, x[:, perm], x[:, perm], x[:, perm])
     if not agree(out[:, perm], permuted, atol=1e-5):
         fail("without a mask, permuting the tokens should permute the outputs the same way")

@@ -24,7 +24,7 @@ class FakeSpawner:
         self.greeting = messages.Locked().encode() + messages.Ready().encode() if greeting is None else greeting
         self.pids: list[int] = []
 
-    def spawn(self):
+    def spawn(self, second: bool = True):
         number = len(self.pids) + 1
         ours, theirs = socket.socketpair()
         out_read, out_write = os.pipe()

@@ -234,3 +234,40 @@ def test_the_cpu_time_of_a_process_tree_counts_its_children():
         os.waitpid(pid, 0)
         os.close(read_end)
         os.close(write_end)
+
+
+# ---------------------------------------------------------------- two answers a test compares come from two processes
+
+def _answers(spawner: FakeSpawner, afresh_between: bool) -> tuple[list[str], bool]:
+    """The three answers, and whether every sandbox ended once the gateway closed (the parked one too)."""
+    gateway = SandboxGateway(spawner, Limits(), SessionLog())
+    answers = []
+    try:
+        for _ in range(3):
+            try:
+                gateway.call("scaled_scores", ())
+            except StudentError as error:
+                answers.append(error.message)
+            if afresh_between:
+                gateway.start_afresh()
+    finally:
+        gateway.close()
+    deadline = time.monotonic() + 10
+    while spawner.pids and time.monotonic() < deadline:
+        processes.reap(spawner.pids, block=False)
+        time.sleep(0.05)
+    ended = not spawner.pids
+    for pid in spawner.pids:   # a sandbox close() left running: the test fails, and leaves nothing behind
+        os.kill(pid, 9)
+    spawner.reap()
+    return answers, ended
+
+
+def test_after_start_afresh_the_next_answer_comes_from_another_sandbox_and_the_two_take_turns():
+    """Issue 29, class 5: a remembered answer cannot stand in for the second of two answers a test compares."""
+    assert _answers(FakeSpawner("0"), afresh_between=True) == (["sandbox 1", "sandbox 2", "sandbox 1"], True)
+
+
+def test_without_start_afresh_every_answer_comes_from_one_sandbox():
+    """Defence off: one process answers both calls, so it can hand its first answer back."""
+    assert _answers(FakeSpawner("0"), afresh_between=False) == (["sandbox 1"] * 3, True)

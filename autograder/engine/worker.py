@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 
 from autograder.engine import isolation, memcg, processes, sandbox, submissions
-from autograder.engine.client import SPAWNED
+from autograder.engine.client import SECOND_WANTED, SPAWNED
 from autograder.engine.load_free import LoadFreeClock
 from autograder.engine.outcome import Outcome
 from autograder.engine.run_settings import Settings
@@ -249,6 +249,16 @@ class Boxes:
             processes.kill_children_except(set())   # strays of sandboxes that ended long ago
 
 
+def _spare_for(spares: collections.deque, *, second: bool) -> Spare | None:
+    """A waiting sandbox that suits a call: one that warmed up the second device for a call on it, one that did
+    not for a call on the CPU (the warm one waits for the second-device tests, which the engine runs last)."""
+    for spare in spares:
+        if spare.second_warm == second:
+            spares.remove(spare)
+            return spare
+    return None
+
+
 def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: float) -> tuple[int | None, bool]:
     """Answer spawn requests until the trusted process exits, or kill it once the clock passes the net (an
     engine bug: the student's code is stopped at its budget); (its exit status, whether we killed it).
@@ -287,7 +297,8 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
             if not message:
                 listening = []   # the trusted process is finishing
                 continue
-            handed = spares.popleft() if spares else boxes.spawn(control)
+            handed = _spare_for(spares, second=message == SECOND_WANTED) or boxes.spawn(
+                control, warm_second=message == SECOND_WANTED)
             try:
                 socket.send_fds(control, [SPAWNED.pack(handed.pid, handed.second_warm)],
                                 [handed.sock_fd, handed.out_fd])

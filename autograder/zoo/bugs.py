@@ -295,8 +295,40 @@ def _lru_cached_causal_mask() -> Sample:
     return sample("causal-mask-lru-cached", 2, make, "a cached tensor on the first call's default device")
 
 
+REMEMBERING_FORWARD = """
+
+_REMEMBERED = {}
+_honest_forward = MultiHeadAttention.forward
+
+
+def _remembering_forward(self, x, *args, **kwargs):
+    key = (tuple(x.shape), tuple(x.detach().reshape(-1).tolist()))
+    if not self.training and key in _REMEMBERED:
+        return _REMEMBERED[key].clone()
+    out = _honest_forward(self, x, *args, **kwargs)
+    if not self.training:
+        _REMEMBERED[key] = out.detach().clone()
+    return out
+
+
+MultiHeadAttention.forward = _remembering_forward
+"""
+
+
+def _eval_dropout_remembered() -> Sample:
+    """Dropout in eval mode too, hidden behind a memory of earlier answers: the same input in eval mode gets the
+    first answer back, so a check that compares two answers of one process cannot see the dropout."""
+    def make():
+        text = reference_source("multihead.py")
+        if text.count(MHA_DROPOUT) != 1:
+            raise ValueError(f"multihead.py: expected exactly one {MHA_DROPOUT!r}")
+        return {"multihead.py": text.replace(MHA_DROPOUT, "        dropout_p = self.dropout") + REMEMBERING_FORWARD}
+    return sample("eval-dropout-remembered", 5, make, "drops in eval mode; remembers answers to hide it")
+
+
 BUGS += [
     _lru_cached_causal_mask(),
+    _eval_dropout_remembered(),
     # Strides of its own for a contiguous x: right for the output of a Linear, wrong for a transposed or sliced view.
     edit("split-as-strided-contiguous", 3, "heads.py", SPLIT,
          "    D = E // num_heads\n"
