@@ -7,6 +7,7 @@ handout's stubs, the zoo's variants and the outside students were seen to use. I
 fallback, tril_indices, autocast, generators and pinned memory all failed on the emulated device."""
 from __future__ import annotations
 
+import copy
 import re
 import subprocess
 import sys
@@ -114,6 +115,14 @@ OPERATORS = {
     "pinned_empty": lambda t: torch.empty(3, pin_memory=True).fill_(1.0).to(t["x"].device),
     "pin_memory": lambda t: torch.ones(3).pin_memory().to(t["x"].device),
     "module_to": lambda t: torch.nn.Linear(5, 2).to(t["x"].device)(t["x"]),
+    "boolean_index": lambda t: t["x"][..., t["keep"]],
+    "nonzero": lambda t: torch.nonzero(t["keep"]),
+    "masked_select": lambda t: torch.masked_select(t["x"], t["keep"]),
+    "repeat_interleave": lambda t: t["x"].repeat_interleave(2, dim=1),
+    "scatter": lambda t: torch.zeros(2, 5, device=t["x"].device).scatter(
+        1, torch.tensor([[0, 4], [1, 3]], device=t["x"].device), torch.ones(2, 2, device=t["x"].device)),
+    "deepcopy": lambda t: copy.deepcopy(t["x"]),
+    "channels_last_clone": lambda t: t["x"].clone(memory_format=torch.channels_last),
 }
 
 

@@ -250,13 +250,17 @@ class Boxes:
 
 
 def _spare_for(spares: collections.deque, *, second: bool) -> Spare | None:
-    """A waiting sandbox that suits a call: one that warmed up the second device for a call on it, one that did
-    not for a call on the CPU (the warm one waits for the second-device tests, which the engine runs last)."""
-    for spare in spares:
-        if spare.second_warm == second:
-            spares.remove(spare)
-            return spare
-    return None
+    """A waiting sandbox that suits a call: one with the second device warm for a call on it; for a call on the
+    CPU one that warmed up nothing, so that one which did waits for the second-device tests (the engine runs
+    them last), unless every sandbox is warm anyway (the template warmed the device up: not the first
+    submission of a run)."""
+    fitting = [spare for spare in spares if spare.second_warm == second]
+    if not fitting and not second and sandbox.second_device_is_warm():
+        fitting = list(spares)
+    if not fitting:
+        return None
+    spares.remove(fitting[0])
+    return fitting[0]
 
 
 def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: float) -> tuple[int | None, bool]:
@@ -267,12 +271,15 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
     process starts pytest; the first request gets it. Where the template has not warmed up the second device
     (the first submission of a run), that first sandbox skips it (0.7 s) and a second one is started
     with it, which warms up the second device on the other core while the first one serves; it takes over at
-    the first call that needs that device (the engine runs those tests last)."""
+    the first call that needs that device (the engine runs those tests last). One more is started for the
+    suite's second opinions (start_afresh: two sandboxes take turns), so neither waits for the other."""
     listening = [control]
     next_reading = 0.0
     spares = collections.deque([boxes.spawn(control, warm_second=False)])
     if not spares[0].second_warm:
         spares.append(boxes.spawn(control))
+    # The suite asks for a second sandbox (start_afresh: two take turns); it locks down and imports meanwhile.
+    spares.append(boxes.spawn(control, warm_second=False))
     try:
         while True:
             boxes.watch()
