@@ -10,6 +10,7 @@
 # For each submission it runs `python -m pytest grading_tests -k cuda --submission DIR` (the 108 tests of
 # grading_tests/test_part6_cuda.py) and prints passed/failed/skipped. It fails (exit 1) when:
 #   - there is no CUDA GPU (nothing is skipped silently: it stops before running anything);
+#   - the emulated device's fidelity catalogue does not run on CUDA with the CPU's values;
 #   - the reference or a correct variant fails any test, or runs none;
 #   - a known bug fails no test;
 #   - a test is skipped for any reason other than "this SDPA backend cannot run these inputs";
@@ -40,6 +41,10 @@ if ! "$PYTHON" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() el
     exit 1
 fi
 "$PYTHON" -c 'import torch; print(f"gpu_check: torch {torch.__version__}, {torch.cuda.get_device_name()}, work folder '"$WORK"'")'
+
+# The emulated device's fidelity catalogue (tests/test_emulated_fidelity.py) on the real GPU: every factory and
+# operator it holds the stand-in to must run on CUDA with the CPU's values too.
+"$PYTHON" -m pytest -q -p no:cacheprovider tests/test_emulated_fidelity.py -k cuda -rs
 
 # The submission folders, as tests/test_cuda_tolerance.py builds them (autograder.samples.write_submission).
 "$PYTHON" - "$WORK/subs" "${VARIANTS[@]}" -- "${BUGS[@]}" <<'PY'

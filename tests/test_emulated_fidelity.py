@@ -208,3 +208,47 @@ def test_without_the_fallback_a_factory_with_no_kernel_of_the_device_fails():
     proc = subprocess.run([sys.executable, "-c", WITHOUT_FALLBACK], cwd=REPO, capture_output=True, text=True,
                           timeout=SAFETY_NET_S)
     assert proc.stdout.startswith("refused: Could not run 'aten::tril_indices'"), proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------- the same catalogue on CUDA, where there is one
+
+# Only shape, dtype and device compared on CUDA: drawn from a generator (CUDA's random streams are not the CPU's),
+# or under autocast (which casts by a policy of each device type).
+SHAPE_ONLY = {"rand", "rand_like", "randint", "randint_like", "randn", "randn_like", "randperm", "normal",
+              "generator", "generator_bernoulli", "dropout", "autocast_on"}
+
+
+def mismatches_on(device: torch.device) -> list[str]:
+    """The catalogue on a real device against the CPU (run in a process of its own: never beside the emulated
+    device, which takes CUDA's place as torch's accelerator once installed)."""
+    found = []
+    calls = [(name, lambda d, make=make: make(d)) for name, make in FACTORIES.items()]
+    calls += [(name, lambda d, make=make: make(_on(d))) for name, make in OPERATORS.items()]
+    for name, make in calls:
+        try:
+            torch.manual_seed(11)
+            expected = make("cpu")
+            torch.manual_seed(11)
+            got = make(device)
+            for a, b in zip(*(t if isinstance(t, (tuple, list)) else (t,) for t in (expected, got)), strict=True):
+                if b.device.type != device.type or b.dtype != a.dtype or b.shape != a.shape:
+                    found.append(f"{name}: {b.device} {b.dtype} {tuple(b.shape)}")
+                elif name not in SHAPE_ONLY and not torch.allclose(b.cpu(), a, rtol=1e-4, atol=1e-5, equal_nan=True):
+                    found.append(f"{name}: values differ")
+        except Exception as error:  # noqa: BLE001 - every failure of the catalogue is reported, not only the first
+            found.append(f"{name}: {type(error).__name__}: {error}")
+    return found
+
+
+ON_CUDA = """
+import torch
+from tests.test_emulated_fidelity import mismatches_on
+print(mismatches_on(torch.device("cuda")))
+"""
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (benchmarks/gpu_check.sh runs it there)")
+def test_the_catalogue_runs_on_cuda_with_the_cpus_values():
+    proc = subprocess.run([sys.executable, "-c", ON_CUDA], cwd=REPO, capture_output=True, text=True,
+                          timeout=SAFETY_NET_S)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout[-3000:] + proc.stderr[-3000:]
