@@ -37,6 +37,7 @@ class FakeSpawner:
                 ours.close()
                 theirs.sendall(self.greeting)
                 reader = protocol.FrameReader(theirs)
+                reader.read(None)   # the trusted side's Go (a real sandbox imports the submission only then)
                 while True:
                     reader.read(None)
                     while self.behaviour == "spin":

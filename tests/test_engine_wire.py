@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import pickle
 import socket
 import struct
+import sys
 import time
 
 import pytest
@@ -418,3 +420,40 @@ def test_a_view_that_claims_too_much_is_refused_before_anything_is_allocated(vie
     body = frame_body({"value": {"tensor": 0}, "tensors": [["float32", [2, 2], "cpu", view]]}, b"\0" * 12)
     with pytest.raises(ProtocolError, match=why):
         protocol.decode(body, views=True)
+
+
+# ---------------------------------------------------------------- a waiting sandbox runs no student code
+
+def test_a_sandbox_imports_the_submission_only_when_the_trusted_side_says_go(tmp_path):
+    """Issue 31, class 2, on the engine's side: a spare is locked down and waits; its student code runs only
+    once it is taken over, so two sandboxes of one submission never run student code at the same time."""
+    from autograder.engine import sandbox, tripwires
+    package = tmp_path / "student"
+    package.mkdir()
+    marks_read, marks_write = os.pipe()
+    (package / "__init__.py").write_text(f"import os\nos.write({marks_write}, b'imported')\n")
+    ours, theirs = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ours.close()
+            sys.path.insert(0, str(tmp_path))
+            sys.modules.pop("student", None)
+            sandbox.serve(theirs, tripwires.Tripwires(str(tmp_path), [], {}))
+        finally:
+            os._exit(0)
+    theirs.close()
+    try:
+        os.set_blocking(marks_read, False)
+        time.sleep(0.5)
+        with pytest.raises(BlockingIOError):
+            os.read(marks_read, 100)          # waiting: nothing of the submission has run
+        ours.sendall(messages.Go().encode())
+        ready = messages.decode(protocol.FrameReader(ours).read(time.monotonic() + 60), *messages.AT_START)
+        assert isinstance(ready, Ready) and os.read(marks_read, 100) == b"imported"
+    finally:
+        ours.close()
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(marks_read)
+        os.close(marks_write)

@@ -16,11 +16,15 @@ Processes (the shape of a zygote sandbox: a warm template, forked, locked down b
   `student` fixture; times each call by the sandbox's CPU time; checks every answer (replies.py)
   before a test sees it; has rlimits of its own (limits.py); returns an Outcome (outcome.py).
 - sandbox (sandbox.py): applies the run's plan (isolation.py, kernel.py), says `locked` (or `broken`,
-  the engine's failure: only ever first, before any student code runs), imports the student's code,
-  answers typed messages (messages.py over protocol.py) by running executor.py; its tripwires
-  (tripwires.py) note escape attempts and tampering for the flags column, never for points. In
-  the first worker of a run a second sandbox warms up the second device while the first serves the
-  CPU tests, and takes over at the first call on that device (the engine runs those tests last).
+  the engine's failure: only ever first, before any student code runs), waits until the trusted side
+  takes it over (`go`), imports the student's code, answers typed messages (messages.py over
+  protocol.py; each tensor in the layout the test gave it, layout.py) by running executor.py; its
+  tripwires (tripwires.py) note escape attempts and tampering for the flags column, never for points.
+  A worker keeps sandboxes waiting, locked down and without student code, so that none is waited for:
+  in the first worker of a run one warms up the second device while the first serves the CPU tests,
+  and takes over at the first call on that device (the engine runs those tests last); one waits for
+  the suite's second opinions (start_afresh). The sandbox a new one replaces is killed first: no two
+  sandboxes of a submission run student code at the same time.
 
 Which layer stops what (isolation.py says how each is applied):
 
@@ -40,7 +44,10 @@ Which layer stops what (isolation.py says how each is applied):
     memory held by its processes together          memory: a cgroup per box (memcg.py), the whole box
                                                      stopped at the limit, its peak in the row
     CPU and wall time, memory, files, processes    limits.py: CPU-time limits measured from outside,
-                                                     a wall-clock cap, rlimits, the tmpfs bound
+                                                     a cap on load-free time (load_free.py), rlimits,
+                                                     the tmpfs bound
+    a sandbox passing what it saw to another       one sandbox of a submission runs student code at a
+                                                     time (spares wait for `go`; the replaced one dies)
     forged or oversized answers                    protocol.py: no pickle, sizes checked first, every
                                                      decoding error a refusal; replies.py: facts derived
                                                      from data; `broken` refused after `locked`

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from autograder.engine import emulated, messages, processes, protocol, replies, sanitize
 from autograder.engine.limits import Limits
 from autograder.engine.load_free import LoadFreeClock
-from autograder.engine.messages import Broken, CallRequest, Failure, Locked, ModuleRequest, Ready
+from autograder.engine.messages import Broken, CallRequest, Failure, Go, Locked, ModuleRequest, Ready
 from autograder.gateway import (
     FUNCTIONS,
     MODULE_CLASS,
@@ -32,8 +32,6 @@ from autograder.gateway import (
 
 SPAWNED = struct.Struct("!q?")   # a sandbox handed over: its pid, and whether the second device is warm in it
 SECOND_WANTED, CPU_ONLY = b"spawn:second", b"spawn:cpu"   # what a request for a sandbox says it is for
-# What the gateway holds of one sandbox (two take turns: start_afresh).
-SANDBOX_STATE = ("pid", "sock", "reader", "out_fd", "second_warm", "cpu_seen")
 NOTES_KEPT = 20
 SECOND = emulated.NAME
 GRADED_NAMES = {*FUNCTIONS, MODULE_CLASS}
@@ -91,7 +89,6 @@ class SandboxGateway(Gateway):
         self.second_warm = False             # whether the second device is warm in the current sandbox
         self.cpu_seen = 0.0                  # the sandbox's CPU time at the end of the last exchange
         self.strikes: dict[str, int] = {}    # timeouts per function
-        self._parked = None                  # the other sandbox's state (SANDBOX_STATE), waiting its turn
 
     # ------------------------------------------------------------------ Gateway
     def call(self, function, args=(), kwargs=None, options=CallOptions()):
@@ -111,14 +108,10 @@ class SandboxGateway(Gateway):
         return result
 
     def start_afresh(self) -> None:
-        """Two sandboxes answer in turn: the current one is parked (alive, its state kept) and the other one, or a
-        new one, takes the next call. Of two answers a test compares, each then comes from a different process,
-        at the cost of one sandbox more per submission rather than one per comparison."""
-        current = tuple(getattr(self, name) for name in SANDBOX_STATE)
-        parked = self._parked or (None, None, None, None, False, 0.0)
-        for name, value in zip(SANDBOX_STATE, parked, strict=True):
-            setattr(self, name, value)
-        self._parked = current if current[0] is not None else None
+        """The current sandbox is killed and the next call goes to a new one (the worker keeps one waiting, locked
+        down, its student code not yet imported): of two answers a test compares, the second comes from a process
+        that never saw the first. No two sandboxes of a submission run student code at the same time."""
+        self._discard()
 
     # ------------------------------------------------------------------ plumbing
     def _checked(self, label: str, check):
@@ -236,8 +229,8 @@ class SandboxGateway(Gateway):
         self.reader = protocol.FrameReader(self.sock, {self.out_fd: self._keep_output})
         try:   # what only the engine may say comes first, before any student code runs; then the import's report
             ready = messages.decode(self._exchange("lock down", None), Locked, Broken)
-            if isinstance(ready, Locked):
-                ready = messages.decode(self._exchange("import student", None), Ready, Failure)
+            if isinstance(ready, Locked):   # it imports the submission only now, timed as the student's
+                ready = messages.decode(self._exchange("import student", Go().encode()), Ready, Failure)
         except StudentError as error:
             if error.type_name == "Timeout":
                 error = StudentError("Timeout", f"importing student did not finish: {error.message}")
@@ -284,9 +277,6 @@ class SandboxGateway(Gateway):
 
     def close(self) -> None:
         self._discard()
-        if self._parked is not None:
-            self.start_afresh()
-            self._discard()
 
 
 def uses_second_device(request) -> bool:

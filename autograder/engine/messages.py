@@ -128,6 +128,14 @@ class Locked(Message):
 
 
 @dataclass
+class Go(Message):
+    """The trusted side takes a waiting sandbox over: only now does it import the submission, so no student code of
+    a sandbox runs before it is the one answering (the import is timed and counted as the student's)."""
+    KIND: ClassVar[str] = "go"
+    FIELDS: ClassVar[dict] = {}
+
+
+@dataclass
 class Broken(Message):
     """The sandbox could not lock itself down as the run's plan says: the engine's failure, never the student's.
     Only ever the first frame (instead of Locked), sent before any student code runs."""

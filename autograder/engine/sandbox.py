@@ -175,6 +175,11 @@ def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan, *, 
 
 
 def serve(sock, wires: tripwires.Tripwires) -> None:
+    reader = protocol.FrameReader(sock, views=True)   # requests: tensors keep the layouts the tests gave them
+    try:   # a spare waits here, locked down, its student code not yet run, until the trusted side takes it over
+        messages.decode(reader.read(None), messages.Go)
+    except protocol.ProtocolError:   # closed (a spare never used) or not the trusted side's word
+        return
     try:
         student, unloadable = executor.import_student()   # a module that fails costs only its own names
     except BaseException as error:  # noqa: BLE001 - SystemExit at import is an import failure too
@@ -183,7 +188,6 @@ def serve(sock, wires: tripwires.Tripwires) -> None:
         return
     _flush()
     sock.sendall(Ready(unloadable, wires.drain()).encode())
-    reader = protocol.FrameReader(sock, views=True)   # requests: tensors keep the layouts the tests gave them
     while True:
         try:
             request = messages.decode(reader.read(None), *messages.REQUESTS)

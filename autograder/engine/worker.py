@@ -249,18 +249,20 @@ class Boxes:
             processes.kill_children_except(set())   # strays of sandboxes that ended long ago
 
 
-def _spare_for(spares: collections.deque, *, second: bool) -> Spare | None:
-    """A waiting sandbox that suits a call: one with the second device warm for a call on it; for a call on the
-    CPU one that warmed up nothing, so that one which did waits for the second-device tests (the engine runs
-    them last), unless every sandbox is warm anyway (the template warmed the device up: not the first
+def _fits(spare: Spare, second: bool) -> bool:
+    """Whether a waiting sandbox suits a call: the second device warm in it for a call on that device; for a call
+    on the CPU, one that warmed up nothing, so that one which did waits for the second-device tests (the engine
+    runs them last), unless every sandbox is warm anyway (the template warmed the device up: not the first
     submission of a run)."""
-    fitting = [spare for spare in spares if spare.second_warm == second]
-    if not fitting and not second and sandbox.second_device_is_warm():
-        fitting = list(spares)
-    if not fitting:
-        return None
-    spares.remove(fitting[0])
-    return fitting[0]
+    return spare.second_warm == second or (not second and sandbox.second_device_is_warm())
+
+
+def _spare_for(spares: collections.deque, *, second: bool) -> Spare | None:
+    for spare in sorted(spares, key=lambda waiting: waiting.second_warm):   # the cold ones first
+        if _fits(spare, second):
+            spares.remove(spare)
+            return spare
+    return None
 
 
 def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: float) -> tuple[int | None, bool]:
@@ -271,8 +273,10 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
     process starts pytest; the first request gets it. Where the template has not warmed up the second device
     (the first submission of a run), that first sandbox skips it (0.7 s) and a second one is started
     with it, which warms up the second device on the other core while the first one serves; it takes over at
-    the first call that needs that device (the engine runs those tests last). One more is started for the
-    suite's second opinions (start_afresh: two sandboxes take turns), so neither waits for the other."""
+    the first call that needs that device (the engine runs those tests last). One more waits for the suite's
+    second opinions (start_afresh), and another takes its place whenever one is handed over. A waiting sandbox is
+    locked down but runs no student code until the trusted side takes it over (messages.Go): no two sandboxes of
+    a submission run student code at the same time, so none can pass another what it saw."""
     listening = [control]
     next_reading = 0.0
     spares = collections.deque([boxes.spawn(control, warm_second=False)])
@@ -311,6 +315,8 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
                                 [handed.sock_fd, handed.out_fd])
             finally:
                 handed.close_fds()
+            if not any(_fits(spare, second=False) for spare in spares):   # the next start_afresh finds one waiting
+                spares.append(boxes.spawn(control, warm_second=False))
     finally:
         for spare in spares:
             spare.close_fds()
