@@ -224,6 +224,16 @@ class Boxes:
         if not self.plan.has("mnt"):
             isolation.clean_folder(box.scratch, box.uid)
 
+    def retire(self, pid: int) -> None:
+        """Kill a sandbox and wait until it and everything it started are gone (its end swept as ended() does), so
+        that the sandbox taking over never runs student code beside it."""
+        if pid not in self.live:
+            return   # already ended and swept
+        processes.kill_group(pid)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        self.ended(pid)
+
     def reap(self, block: bool = False) -> int | None:
         """Reap ended children; the trusted process's wait status if it was among them."""
         status = None
@@ -278,6 +288,7 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
     locked down but runs no student code until the trusted side takes it over (messages.Go): no two sandboxes of
     a submission run student code at the same time, so none can pass another what it saw."""
     listening = [control]
+    answering: list[int] = []   # the sandbox handed over last (the trusted side asks for another only without it)
     next_reading = 0.0
     spares = collections.deque([boxes.spawn(control, warm_second=False)])
     if not spares[0].second_warm:
@@ -308,6 +319,8 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
             if not message:
                 listening = []   # the trusted process is finishing
                 continue
+            for pid in answering:   # the trusted side let it go: it is gone, and swept, before another takes over
+                boxes.retire(pid)
             handed = _spare_for(spares, second=message == SECOND_WANTED) or boxes.spawn(
                 control, warm_second=message == SECOND_WANTED)
             try:
@@ -315,6 +328,7 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
                                 [handed.sock_fd, handed.out_fd])
             finally:
                 handed.close_fds()
+            answering = [handed.pid]
             if not any(_fits(spare, second=False) for spare in spares):   # the next start_afresh finds one waiting
                 spares.append(boxes.spawn(control, warm_second=False))
     finally:
