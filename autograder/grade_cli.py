@@ -1,9 +1,9 @@
 """python -m autograder grade PATH... --out DIR [--workers N] [--timeout S] [--budget S] [--memory-gb G] [--keep DIR]
                                                 [--force NAME] [--regrade] [--repeat N] [--due TIME] [--private PATH]
-                                                [--no-similarity]
+                                                [--no-similarity] [--no-exports]
 
 Grades submissions (folders or zips holding student/, folders of them, or a Gradescope
-export: its folder, its zip, or the folder holding either) with the hidden suite, each in its
+export named itself: its folder or its zip) with the hidden suite, each in its
 own sandbox, into DIR: grades.csv (one row per student), results/<submission>.json (Gradescope
 schema), summary.png, and for the instructor: tests.csv and tests.png (what the class got wrong, per
 hidden test), similarity.csv and similarity.html (pairs of submissions whose code is alike: a flag for
@@ -68,6 +68,9 @@ def parser() -> argparse.ArgumentParser:
                         "could still read it (Gradescope's runner passes /autograder/submission_metadata.json)")
     p.add_argument("--no-similarity", dest="similarity_report", action="store_false",
                    help="write no similarity report (a run whose class report nobody reads, as the self-check's)")
+    p.add_argument("--no-exports", dest="exports", action="store_false",
+                   help="read no PATH as a Gradescope export: each is a submission or a folder of them (how the "
+                        "Gradescope harness grades one upload, which a student could dress up as an export)")
     return p
 
 
@@ -87,7 +90,7 @@ def main(argv=None) -> int:
     try:
         run = batch.grade_all(args.paths, args.out, workers=args.workers, limits=limits, keep=args.keep,
                               private=args.private, force=args.force, regrade=args.regrade, repeat=args.repeat, due=due,
-                              similarity_report=args.similarity_report)
+                              similarity_report=args.similarity_report, exports=args.exports)
     except (FileNotFoundError, KeyError) as error:
         print(f"grade: {error.args[0] if isinstance(error, KeyError) else error}", file=sys.stderr)
         return 2

@@ -1,4 +1,4 @@
-"""What graders pass to `python -m autograder grade`: Gradescope exports (folder, zip, the folder above),
+"""What graders pass to `python -m autograder grade`: Gradescope exports (their folder or zip, named),
 flat uploads of the modules, and the gradebook that goes back into a roster."""
 import csv
 import io
@@ -65,21 +65,49 @@ EXPECTED = {"Ada Lovelace & Alan Turing": ("101", [("Ada Lovelace", "0042", "ada
             "Grace Hopper": ("102", [("Grace Hopper", "0044", "grace@example.edu")])}
 
 
-@pytest.mark.parametrize("given", ["export folder", "export zip", "folder above the export", "folder with the zip"])
-def test_an_export_is_read_however_it_arrives(tmp_path, given):
+@pytest.mark.parametrize("given", ["export folder", "export zip"])
+def test_an_export_named_by_the_grader_is_read_as_an_export(tmp_path, given):
     export = export_folder(tmp_path / "src")
-    archive = zip_tree(export, tmp_path / "src" / "export.zip", "assignment_7_export")
-    holder = tmp_path / "holder"
-    holder.mkdir()
-    os.rename(archive, holder / "export.zip") if given == "folder with the zip" else None
-    path = {"export folder": export, "export zip": archive, "folder above the export": tmp_path / "src",
-            "folder with the zip": holder}[given]
-    if given == "folder above the export":
-        archive.unlink()
+    archive = zip_tree(export, tmp_path / "export.zip", "assignment_7_export")
+    path = {"export folder": export, "export zip": archive}[given]
     found = submissions.discover([path], staging=str(tmp_path / "staging"))
     assert people(found) == EXPECTED
     for submission in found:
         assert (pathlib_of(submission.location) / "student" / "__init__.py").is_file()
+
+
+@pytest.mark.parametrize("given", ["folder above the export", "folder with the zip"])
+def test_inside_a_folder_of_submissions_an_export_is_one_submission(tmp_path, given):
+    """Issue 31, class 1: what a folder of submissions holds is a submission each, whatever it looks like: a
+    student's upload that holds a metadata file and folders named after classmates' submissions writes no row
+    for them (here, the very same bytes as the export above, one level down)."""
+    holder = tmp_path / "class"
+    export = export_folder(holder)
+    if given == "folder with the zip":
+        zip_tree(export, holder / "upload.zip", "assignment_7_export")
+        for path in sorted(export.rglob("*"), reverse=True):
+            path.unlink() if path.is_file() else path.rmdir()
+        export.rmdir()
+    found = submissions.discover([holder], staging=str(tmp_path / "staging"))
+    assert [(s.name, s.submission_id, s.submitters) for s in found] == [
+        ("assignment_7_export" if given == "folder above the export" else "upload", "", ())]
+    with pytest.raises(submissions.SubmissionError, match="a grader names an export itself"):
+        submissions.unpack(found[0].location, str(tmp_path / "private"))
+
+
+def test_with_no_exports_even_a_named_path_is_one_submission(tmp_path):
+    """How the Gradescope harness grades an upload: a student's own metadata file beside student/ changes nothing
+    (before, the upload was read as an export and the run failed)."""
+    upload = write_submission(tmp_path / "upload")
+    (upload / "submission_metadata.yml").write_text(METADATA)
+    (upload / "submission_101").mkdir()
+    read_as_export = submissions.discover([upload], staging=str(tmp_path / "staging"))
+    assert "Ada Lovelace & Alan Turing" in [s.name for s in read_as_export]   # defence off: rows named by the upload
+    found = submissions.discover([upload], exports=False)
+    assert [(s.name, s.submitters) for s in found] == [("upload", ())]
+    os.mkdir(tmp_path / "private")
+    submissions.unpack(found[0].location, str(tmp_path / "private"))
+    assert (tmp_path / "private" / "student" / "__init__.py").is_file()
 
 
 def pathlib_of(text):

@@ -66,7 +66,7 @@ class Run:
 
 def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None, keep: str | None = None,
               private=(), force=(), regrade: bool = False, repeat: int = 1, due=None,
-              similarity_report: bool = True) -> Run:
+              similarity_report: bool = True, exports: bool = True) -> Run:
     """Grade everything under paths that out/ has no result for yet, then write the class's files: grades.csv,
     summary.png, tests.csv and .png (analytics.py), similarity.csv and .html (similarity.py), gradescope.csv
     (recorded.py).
@@ -78,7 +78,8 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
     regrade: out's earlier results are moved to out/earlier/<time>/, everything is graded again, and
     changes.csv says what changed. repeat: grade everything this many times in all (out/repeat-N/) and list
     what differed in repeat.csv. due: the due date where an export's metadata names none (the late column).
-    similarity_report: write similarity.csv and .html (False: nobody reads them, as in the self-check's run)."""
+    similarity_report: write similarity.csv and .html (False: nobody reads them, as in the self-check's run).
+    exports: a path named in `paths` may be a Gradescope export (False: none is; submissions.discover)."""
     for raw in paths:
         if not os.path.lexists(raw):
             raise FileNotFoundError(f"{raw}: no such file or folder")
@@ -94,7 +95,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         template.set_plan(plan)
         (out / "results").mkdir(parents=True, exist_ok=True)
         done, taken = gradebook.load_done(out)
-        found = submissions.discover(paths, taken, staging=exports_root, due=due)
+        found = submissions.discover(paths, taken, staging=exports_root, due=due, exports=exports)
         note = isolation_note(plan, out, list(paths), sorted({s.location for s in found}), list(private))
         contents = {s.source: submissions.fingerprint(s.location) for s in found}
         again = regrades(found, done, contents, force)   # before anything moves: an unknown --force name stops here

@@ -9,9 +9,10 @@ oddity a one-line error. Compiled bytecode (.pyc) is dropped from both: graded c
 be readable, and a module that exists only as bytecode is flagged for the instructor.
 
 Gradescope's "Export Submissions" (submission_metadata.yml beside one folder per submission)
-is read as a folder, as its zip, or inside the folder given: every submission is named by its
-students, with their ids and emails and Gradescope's submission id. An export zip is extracted,
-under the same rules with a class-sized budget, into a folder of the batch's own; its
+is read as a folder or as its zip, when the grader names it: every submission is named by its
+students, with their ids and emails and Gradescope's submission id. Never inside a folder of
+submissions (a student's upload holding a metadata file is one submission, never rows for others).
+An export zip is extracted, under the same rules with a class-sized budget, into a folder of the batch's own; its
 submissions keep the zip's path and their folder's name as their identity across runs.
 """
 from __future__ import annotations
@@ -92,7 +93,7 @@ class Submission:
 # ------------------------------------------------------------------ discovery
 
 def discover(paths, taken: dict[str, str] | None = None, staging: str | None = None,
-             due: datetime.datetime | None = None) -> list[Submission]:
+             due: datetime.datetime | None = None, *, exports: bool = True) -> list[Submission]:
     """All submissions under the given paths, in a stable order. Raises FileNotFoundError for a missing path,
     SubmissionError for an export zip that cannot be extracted.
 
@@ -100,6 +101,10 @@ def discover(paths, taken: dict[str, str] | None = None, staging: str | None = N
     no other submission ever gets one of them.
     staging: a private folder of the batch to extract export zips into (a temporary one when not given).
     due: the due date of an export whose metadata names none (see recorded.py).
+    exports: a path the grader named may be a Gradescope export (False: each path is one submission or a folder
+    of them, as the Gradescope harness grades an upload). Only a path the grader named: a child of a folder of
+    submissions is always one submission, so no upload can pass itself off as an export and write rows named
+    after other students.
     """
     def staging_folder() -> str:
         if staging is None:
@@ -112,12 +117,15 @@ def discover(paths, taken: dict[str, str] | None = None, staging: str | None = N
         path = pathlib.Path(raw)
         if not path.exists():
             raise FileNotFoundError(f"{raw}: no such file or folder")
-        if path.is_dir() and not (path / PACKAGE).is_dir() and not (path / METADATA).is_file():
-            # A folder of submissions (or of exports: the folder above an export, or holding its zip).
+        export = _export(path, staging_folder, due) if exports else None
+        if export is not None:
+            found += export
+        elif path.is_dir() and not (path / PACKAGE).is_dir():
+            # A folder of submissions: each child is one, whatever it holds.
             for child in sorted(c for c in path.iterdir() if not c.name.startswith(".") and c.name not in IGNORED):
-                found += _one_path(child, staging_folder, due)
+                found.append(_one(child))
         else:
-            found += _one_path(path, staging_folder, due)
+            found.append(_one(path))
     return _with_unique_slugs(found, taken or {})
 
 
@@ -131,8 +139,8 @@ class _Found:
     recorded: Recorded | None = None
 
 
-def _one_path(path: pathlib.Path, staging_folder, due=None) -> list[_Found]:
-    """An export (its folder or zip), or one submission."""
+def _export(path: pathlib.Path, staging_folder, due=None) -> list[_Found] | None:
+    """The submissions of an export (its folder or zip), or None when the path is not one."""
     real = os.path.realpath(path)
     if path.is_dir() and (path / METADATA).is_file():
         return _gradescope_export(pathlib.Path(real), lambda child: os.path.join(real, child), due)
@@ -143,7 +151,12 @@ def _one_path(path: pathlib.Path, staging_folder, due=None) -> list[_Found]:
         inner = [c for c in folder.iterdir() if c.is_dir()]
         root = folder if (folder / METADATA).is_file() else inner[0]
         return _gradescope_export(root, lambda child: f"{real}::{child}", due)
-    return [_Found(_stem(path), real, real)]
+    return None
+
+
+def _one(path: pathlib.Path) -> _Found:
+    real = os.path.realpath(path)
+    return _Found(_stem(path), real, real)
 
 
 def is_export_zip(path: pathlib.Path) -> bool:
@@ -301,8 +314,11 @@ def _find_package(root: pathlib.Path, allow_zip: bool, dropped: list[str]) -> pa
     flat = _flat_package(root) or (len(folders) == 1 and _flat_package(folders[0]))
     if flat:
         return flat
-    raise SubmissionError(f"no student/ package found: upload the student/ folder itself (student/__init__.py and "
-                          f"{', '.join(sorted(graded_modules()))} inside it), as `python -m student.submit` zips it")
+    export = " (it holds a Gradescope export's metadata: a grader names an export itself, never a folder above it)" \
+        if any(c.name == METADATA for c in children) or any((f / METADATA).is_file() for f in folders) else ""
+    modules = ", ".join(sorted(graded_modules()))
+    raise SubmissionError(f"no student/ package found{export}: upload the student/ folder itself (student/__init__.py"
+                          f" and {modules} inside it), as `python -m student.submit` zips it")
 
 
 def _flat_package(folder: pathlib.Path) -> pathlib.Path | None:

@@ -108,7 +108,9 @@ def grade_submission(submission, source_root, *, timeout: float = GRADE_TIMEOUT_
             pack_folder(submission, packed, skip)
         else:
             shutil.copyfile(submission, packed)
-        proc = run_engine([packed], scratch / "out", source_root, timeout=timeout, check=False, private=private)
+        # One upload is one submission: never an export, whatever metadata file the student put in it.
+        proc = run_engine([packed], scratch / "out", source_root, timeout=timeout, check=False, private=private,
+                          options=("--no-exports",))
         # A submission the engine could not grade may end the batch command with a non-zero exit (every
         # row an error), yet its result says why: only a run that left no result is the engine's failure.
         if not list((scratch / "out" / "results").glob("*.json")):
