@@ -3,8 +3,8 @@
 Runs in the trusted grading process. Each call is sent as a typed message of plain data (so the
 caller's tensors never leave this process: the sandbox gets copies) and answered within the
 limits, measured from here: the sandbox's own CPU time (all its processes, read from /proc) per
-call and per submission, and a generous cap on its load-free time (load_free.py) for code that sleeps. Every answer is
-checked (replies.py) before the test sees it. A timeout or a dead sandbox becomes StudentError
+call and per submission, and a generous cap on its load-free time (load_free.py) for code that
+sleeps. Every answer is checked (replies.py) before the test sees it. A timeout or a dead sandbox becomes StudentError
 for that call; the next call starts a fresh sandbox.
 """
 from __future__ import annotations
@@ -169,8 +169,8 @@ class SandboxGateway(Gateway):
         return reply
 
     def _exchange(self, label: str, data: bytes | None):
-        """Send data (None: just wait, for the import) and wait for one reply, within two limits measured here,
-        neither of which load can reach: at most call_timeout CPU seconds of the sandbox, and at most
+        """Send data (None: just wait, for the sandbox's first word) and wait for one reply, within two limits
+        measured here, neither of which load can reach: at most call_timeout CPU seconds of the sandbox, and at most
         call_wall_timeout seconds of its load-free time (wall-clock time less its waits for a CPU: code that
         sleeps); each less if the submission's budget of either is nearly spent."""
         cpu_cap = min(self.limits.call_timeout, self.limits.budget - self.log.student_seconds)
@@ -194,8 +194,7 @@ class SandboxGateway(Gateway):
                     not computing and wall_cap < self.limits.call_wall_timeout):
                 self.log.budget_exhausted = True
                 self.stopped = f"the submission's time budget ({self.budget_words()}) ran out during {label}"
-                raise StudentError("Timeout", f"the submission's time budget ({self.budget_words()}) "
-                                              f"ran out during {label}") from None
+                raise StudentError("Timeout", self.stopped) from None
             self.log.timeouts.append(label)
             self.strikes[label] = self.strikes.get(label, 0) + 1
             if computing:

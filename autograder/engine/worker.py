@@ -2,9 +2,10 @@
 never touched by hidden tests or student code.
 
 It unpacks the submission (root's files, readable by its sandboxes, writable by none), forks a
-trusted grading process (which imports the hidden suite) and, whenever that process asks, a
-sandbox (which locks itself down and imports the student's code). Both start warm because both
-are forks of the template; neither pays torch's import. When a sandbox ends, the worker makes
+trusted grading process (which imports the hidden suite) and sandboxes (which lock themselves
+down, then wait: each imports the student's code only when the trusted process takes it over, and
+the one it took before is retired first, so only one runs student code at a time). Both start warm
+because both are forks of the template; neither pays torch's import. When a sandbox ends, the worker makes
 sure nothing of it is left: with a PID namespace and private mounts the kernel already did; else
 it kills what the sandbox's user still runs (or, without root, every stray child: the worker is a
 subreaper) and empties its scratch folder as the sandbox's own user. With the memory layer each
@@ -268,6 +269,7 @@ def _fits(spare: Spare, second: bool) -> bool:
 
 
 def _spare_for(spares: collections.deque, *, second: bool) -> Spare | None:
+    """Take a waiting sandbox that fits the call (_fits), a cold one first; None when none does."""
     for spare in sorted(spares, key=lambda waiting: waiting.second_warm):   # the cold ones first
         if _fits(spare, second):
             spares.remove(spare)
@@ -279,8 +281,8 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
     """Answer spawn requests until the trusted process exits, or kill it once the clock passes the net (an
     engine bug: the student's code is stopped at its budget); (its exit status, whether we killed it).
 
-    The first sandbox is started right away, so it locks down and imports the submission while the trusted
-    process starts pytest; the first request gets it. Where the template has not warmed up the second device
+    The first sandbox is started right away, so it locks down while the trusted process starts pytest; the
+    first request gets it. Where the template has not warmed up the second device
     (the first submission of a run), that first sandbox skips it (0.7 s) and a second one is started
     with it, which warms up the second device on the other core while the first one serves; it takes over at
     the first call that needs that device (the engine runs those tests last). One more waits for the suite's
@@ -293,7 +295,7 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
     spares = collections.deque([boxes.spawn(control, warm_second=False)])
     if not spares[0].second_warm:
         spares.append(boxes.spawn(control))
-    # The suite asks for a second sandbox (start_afresh: two take turns); it locks down and imports meanwhile.
+    # For the suite's first second opinion (start_afresh): it locks down meanwhile.
     spares.append(boxes.spawn(control, warm_second=False))
     try:
         while True:
