@@ -76,3 +76,17 @@ def failing_call(spawner: FakeSpawner, limits: Limits, log: SessionLog) -> Stude
         gateway.close()
         spawner.reap()
     raise AssertionError("the call did not fail")
+
+
+def calls_in_a_row(gateway: SandboxGateway, times: int = 3, *, afresh_between: bool = False) -> list[StudentError]:
+    """student.scaled_scores() called `times` times through the gateway (start_afresh between them if asked): the
+    StudentError of each call that failed."""
+    errors = []
+    for _ in range(times):
+        try:
+            gateway.call("scaled_scores", ())
+        except StudentError as error:
+            errors.append(error)
+        if afresh_between:
+            gateway.start_afresh()
+    return errors

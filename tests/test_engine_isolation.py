@@ -25,7 +25,7 @@ from autograder.gateway import StudentError
 from autograder.paths import REPO
 from autograder.samples import write_submission
 from tests.busy_machine import busy_cpu, reports_run_delay
-from tests.fake_sandbox import FakeSpawner, failing_call
+from tests.fake_sandbox import FakeSpawner, calls_in_a_row, failing_call
 from tests.patience import SAFETY_NET_S
 
 as_root = pytest.mark.skipif(not isolation.privileged(), reason="needs root")
@@ -191,13 +191,8 @@ def test_sleeping_counts_against_the_submissions_budget_and_ends_it_keeping_what
     spawner = FakeSpawner("0.8")
     log = SessionLog()
     gateway = SandboxGateway(spawner, Limits(call_timeout=5.0, wall_factor=0.2, budget=1.5), log)
-    errors = []
     try:
-        for _ in range(3):
-            try:
-                gateway.call("scaled_scores", ())
-            except StudentError as error:
-                errors.append(error)
+        errors = calls_in_a_row(gateway)
     finally:
         gateway.close()
         spawner.reap()
@@ -241,15 +236,8 @@ def test_the_cpu_time_of_a_process_tree_counts_its_children():
 def _answers(spawner: FakeSpawner, afresh_between: bool) -> tuple[list[str], bool]:
     """The three answers, and whether every sandbox ended once the gateway closed."""
     gateway = SandboxGateway(spawner, Limits(), SessionLog())
-    answers = []
     try:
-        for _ in range(3):
-            try:
-                gateway.call("scaled_scores", ())
-            except StudentError as error:
-                answers.append(error.message)
-            if afresh_between:
-                gateway.start_afresh()
+        answers = [error.message for error in calls_in_a_row(gateway, afresh_between=afresh_between)]
     finally:
         gateway.close()
     deadline = time.monotonic() + 10

@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from autograder.engine import processes
 from autograder.engine.load_free import LoadFreeClock
 from tests.busy_machine import busy_cpu, reports_run_delay
@@ -41,20 +43,13 @@ def _waits_for_a_child_that_computes():
     os.waitpid(child, 0)
 
 
-def test_time_spent_waiting_for_a_busy_cpu_is_not_counted():
+@pytest.mark.parametrize("body", [_computes, _waits_for_a_child_that_computes], ids=["computing", "its-child"])
+def test_time_spent_waiting_for_a_busy_cpu_is_not_counted(body):
+    """Neither a process's own wait for a CPU nor its parent's wait for it: the tree is held back while any one
+    process of it is (a parent that only waits for its child is not sleeping on its own account)."""
     reports_run_delay()
     with busy_cpu(0, spinners=7):
-        reading, wall = _read_until_done(_forked(_computes))
-    assert wall > 3.0, f"the load did not hold the process back ({wall:.1f} s)"
-    assert reading < 1.5, (reading, wall)
-
-
-def test_a_process_waiting_for_its_child_held_back_by_load_is_not_counted_either():
-    """The tree is held back while any one process of it is: a parent that only waits for its child is not
-    sleeping on its own account."""
-    reports_run_delay()
-    with busy_cpu(0, spinners=7):
-        reading, wall = _read_until_done(_forked(_waits_for_a_child_that_computes))
+        reading, wall = _read_until_done(_forked(body))
     assert wall > 3.0, f"the load did not hold the process back ({wall:.1f} s)"
     assert reading < 1.5, (reading, wall)
 
