@@ -169,6 +169,7 @@ def call_held_back_by_load() -> tuple[StudentError, float]:
         return timed_call("compute:0.6", HELD_BACK, cpu=0)
 
 
+@pytest.mark.slow   # seven processes spin beside it for seconds
 def test_a_call_held_back_by_a_busy_machine_is_not_timed_out():
     """Issue 29, class 0: the per-call cap on time that is not CPU time counts no wait for a CPU."""
     reports_run_delay()
@@ -177,6 +178,7 @@ def test_a_call_held_back_by_a_busy_machine_is_not_timed_out():
     assert (error.type_name, error.message) == ("ValueError", "sandbox 1")
 
 
+@pytest.mark.slow   # seven processes spin beside it for seconds
 def test_timed_by_the_wall_clock_the_call_held_back_by_load_would_have_failed(monkeypatch):
     """Defence off: with no run-queue delay read, the load-free clock is the wall clock, and the same call times
     out as if it slept."""

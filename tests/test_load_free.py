@@ -43,6 +43,7 @@ def _waits_for_a_child_that_computes():
     os.waitpid(child, 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("body", [_computes, _waits_for_a_child_that_computes], ids=["computing", "its-child"])
 def test_time_spent_waiting_for_a_busy_cpu_is_not_counted(body):
     """Neither a process's own wait for a CPU nor its parent's wait for it: the tree is held back while any one
@@ -54,12 +55,14 @@ def test_time_spent_waiting_for_a_busy_cpu_is_not_counted(body):
     assert reading < 1.5, (reading, wall)
 
 
+@pytest.mark.slow
 def test_sleeping_is_counted_however_busy_the_machine():
     with busy_cpu(0, spinners=7):
         reading, wall = _read_until_done(_forked(lambda: time.sleep(1.5)))
     assert reading > 1.3, (reading, wall)
 
 
+@pytest.mark.slow
 def test_without_the_kernels_run_queue_delay_it_is_the_wall_clock(monkeypatch):
     """The defence switched off: the same loaded computation reads as its whole wall-clock time."""
     monkeypatch.setattr(processes, "run_delay_seconds", lambda pid: None)
