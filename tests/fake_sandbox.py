@@ -12,16 +12,18 @@ from autograder.gateway import StudentError
 
 
 class FakeSpawner:
-    """The n-th stand-in (n from 1) says Ready, then answers each request with ValueError("sandbox n") after
-    `behaviour` seconds of sleeping (no CPU), after "compute:S" S seconds of its own CPU time, or spins forever
+    """The n-th stand-in (n from 1) says Ready (see greeting), then answers each request with ValueError("sandbox n")
+    after `behaviour` seconds of sleeping (no CPU), after "compute:S" S seconds of its own CPU time, or spins forever
     ("spin"). Those from number second_warm_from on say that the second device is warm in them. cpu: the one
     CPU they run on (None: any)."""
 
     def __init__(self, behaviour: str = "0", second_warm_from: int = 1, greeting: bytes | None = None,
-                 cpu: int | None = None):
+                 cpu: int | None = None, later_greeting: bytes | None = None):
         self.behaviour, self.second_warm_from, self.cpu = behaviour, second_warm_from, cpu
-        # What a real sandbox sends before any call: Locked, then (after the import) Ready.
+        # What a real sandbox sends before any call: Locked, then (after the import) Ready. later_greeting: what
+        # the second and every later stand-in sends instead.
         self.greeting = messages.Locked().encode() + messages.Ready().encode() if greeting is None else greeting
+        self.later_greeting = later_greeting
         self.pids: list[int] = []
 
     def spawn(self, second: bool = True):
@@ -35,7 +37,7 @@ class FakeSpawner:
                 if self.cpu is not None:
                     os.sched_setaffinity(0, {self.cpu})
                 ours.close()
-                theirs.sendall(self.greeting)
+                theirs.sendall(self.later_greeting if number > 1 and self.later_greeting else self.greeting)
                 reader = protocol.FrameReader(theirs)
                 reader.read(None)   # the trusted side's Go (a real sandbox imports the submission only then)
                 while True:

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from autograder.adversarial import read_rows
-from autograder.engine import isolation, processes
+from autograder.engine import isolation, messages, processes
 from autograder.engine.client import SandboxGateway, SessionLog
 from autograder.engine.limits import Limits
 from autograder.gateway import StudentError
@@ -261,3 +261,33 @@ def test_after_start_afresh_the_next_answer_comes_from_a_new_sandbox():
 def test_without_start_afresh_every_answer_comes_from_one_sandbox():
     """Defence off: one process answers both calls, so it can hand its first answer back."""
     assert _answers(FakeSpawner("0"), afresh_between=False) == (["sandbox 1"] * 3, True)
+
+
+# ---------------------------------------------------------------- what a sandbox started after hidden calls may say
+
+LEAK = "hidden lengths [3, 5, 4]"
+
+
+@pytest.mark.parametrize("report", ["a failed import", "an unloadable name"])
+def test_a_sandbox_started_after_hidden_calls_reports_no_import_text_of_its_own(report):
+    """Issue 31, class 2: an import's report reaches the row's message, which students read at once. A sandbox
+    started after hidden calls had run could only have learned them from an earlier one; its words are not shown
+    (a fixed text is), and the first sandbox's, which ran before any hidden call, still are."""
+    said = (messages.Failure("ValueError", LEAK, []) if report == "a failed import" else
+            messages.Ready({"scaled_scores": LEAK}, []))
+    for first in (True, False):
+        greeting = messages.Locked().encode() + said.encode()
+        spawner = (FakeSpawner(greeting=greeting) if first else
+                   FakeSpawner(later_greeting=greeting))
+        log = SessionLog()
+        gateway = SandboxGateway(spawner, Limits(), log)
+        try:
+            errors = calls_in_a_row(gateway, 2, afresh_between=True)
+        finally:
+            gateway.close()
+            spawner.reap()
+        reported = (log.import_failure.message if log.import_failure else "") + " ".join(log.unloadable.values())
+        if first:   # before any hidden call: the student's own words are shown, as they should be
+            assert LEAK in reported, reported
+        else:
+            assert LEAK not in reported and not any(LEAK in error.message for error in errors), (reported, errors)

@@ -47,7 +47,8 @@ Which layer stops what (isolation.py says how each is applied):
                                                      a cap on load-free time (load_free.py), rlimits,
                                                      the tmpfs bound
     a sandbox passing what it saw to another       one sandbox of a submission runs student code at a
-                                                     time (spares wait for `go`; the replaced one dies)
+                                                     time (spares wait for `go`; the replaced one dies);
+                                                     a later one's import report is a fixed text (client.py)
     forged or oversized answers                    protocol.py: no pickle, sizes checked first, every
                                                      decoding error a refusal; replies.py: facts derived
                                                      from data; `broken` refused after `locked`

@@ -35,6 +35,11 @@ SECOND_WANTED, CPU_ONLY = b"spawn:second", b"spawn:cpu"   # what a request for a
 NOTES_KEPT = 20
 SECOND = emulated.NAME
 GRADED_NAMES = {*FUNCTIONS, MODULE_CLASS}
+# Why a sandbox started after hidden calls had run does not report its import in its own words: those words could
+# carry what an earlier sandbox saw of the hidden tests, and an import's report reaches the row's message, which
+# students read at once.
+LATE_IMPORT = ("it had imported in the first one; the words of an import that ran after hidden tests are not "
+               "shown")
 
 
 @dataclass
@@ -89,6 +94,7 @@ class SandboxGateway(Gateway):
         self.second_warm = False             # whether the second device is warm in the current sandbox
         self.cpu_seen = 0.0                  # the sandbox's CPU time at the end of the last exchange
         self.strikes: dict[str, int] = {}    # timeouts per function
+        self.asked = False                   # whether any hidden call has reached a sandbox yet
 
     # ------------------------------------------------------------------ Gateway
     def call(self, function, args=(), kwargs=None, options=CallOptions()):
@@ -158,6 +164,7 @@ class SandboxGateway(Gateway):
             self._start(uses_second_device(request))
             self._refuse_if_hopeless(label)
         data = request.encode()   # serialising copies every tensor: ours stay untouched
+        self.asked = True
         try:
             reply = messages.decode(self._exchange(label, data), expected, Failure)
         except protocol.ProtocolError as error:
@@ -247,13 +254,16 @@ class SandboxGateway(Gateway):
             self.log.broken = sanitize.printable(ready.reason, limit=500)
         elif isinstance(ready, Failure):
             self.log.note(ready.events)
-            self.log.import_failure = StudentError(
+            self.log.import_failure = StudentError("ImportError", f"importing student failed in a new sandbox: "
+                                                                  f"{LATE_IMPORT}") if self.asked else StudentError(
                 sanitize.printable(ready.type_name, limit=100),
                 "importing student failed: " + sanitize.printable(ready.message, newlines=True, limit=1000))
         else:
             self.log.note(ready.events)
             for name in GRADED_NAMES & set(ready.unloadable):   # what the sandbox says costs only itself
-                self.log.unloadable.setdefault(name, sanitize.printable(ready.unloadable[name], limit=500))
+                why = f"it could not be imported in a new sandbox ({LATE_IMPORT})" if self.asked else \
+                    sanitize.printable(ready.unloadable[name], limit=500)
+                self.log.unloadable.setdefault(name, why)
             return
         self._discard()
 

@@ -28,7 +28,7 @@ What a GPU backend registers beyond its kernels is here too, so correct code wri
   CPU's) and a device's factories drawing from it;
 - pinned memory (pin_memory=True, Tensor.pin_memory()), which only a real accelerator has: while
   `like_a_gpu()` is active a pinned tensor is an ordinary CPU tensor, as pinning changes no value.
-`fidelity_catalogue()` in tests/test_emulated_fidelity.py holds it to the CPU's values, operator by operator.
+tests/test_emulated_fidelity.py holds it to the CPU's values, operator by operator (and CUDA to them, on a GPU).
 """
 from __future__ import annotations
 
