@@ -12,7 +12,6 @@ takes only its own submission with it: the batch sees the result pipe close with
 """
 from __future__ import annotations
 
-import gc
 import json
 import os
 import signal
@@ -125,7 +124,6 @@ def _template_main(control: socket.socket, settings: Settings, parent: int) -> N
         sys.argv[:] = ["autograder-template"]
         settings = replace(settings, plan=isolation.Plan.from_json(_receive_plan(control)))
         worker.prepare_template(full=False)   # the first worker starts sooner (see prepare_template)
-        gc.freeze()   # what the template holds is never collected: no fork copies pages for the collector's sake
         served = 0
         while True:
             message, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 1)
@@ -133,7 +131,6 @@ def _template_main(control: socket.socket, settings: Settings, parent: int) -> N
                 break
             if served:
                 worker.prepare_template()    # once a second worker is wanted: from then on all start warm
-                gc.freeze()
             served += 1
             source, keep = (os.fsdecode(part) for part in message.split(b"\0", 1))
             template = os.getpid()
