@@ -62,7 +62,10 @@ class EmulatedTensor(torch.Tensor):
     def __new__(cls, cpu: torch.Tensor):
         wrapper = torch.Tensor._make_wrapper_subclass(
             cls, cpu.shape, strides=cpu.stride(), storage_offset=cpu.storage_offset(), dtype=cpu.dtype,
-            layout=cpu.layout, device=device(), requires_grad=cpu.requires_grad)
+            layout=cpu.layout, device=device(), requires_grad=cpu.requires_grad,
+            # Its shape and strides are asked of _values each time: an out= kernel (torch.arange(n, device=...)
+            # fills an empty tensor) resizes _values, and a fixed shape would stay (0,).
+            dispatch_sizes_strides_policy="sizes")
         wrapper._values = cpu
         return wrapper
 
