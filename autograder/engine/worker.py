@@ -290,7 +290,6 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
     locked down but runs no student code until the trusted side takes it over (messages.Go): no two sandboxes of
     a submission run student code at the same time, so none can pass another what it saw."""
     listening = [control]
-    answering: list[int] = []   # the sandbox handed over last (the trusted side asks for another only without it)
     next_reading = 0.0
     spares = collections.deque([boxes.spawn(control, warm_second=False)])
     if not spares[0].second_warm:
@@ -321,8 +320,9 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
             if not message:
                 listening = []   # the trusted process is finishing
                 continue
-            for pid in answering:   # the trusted side let it go: it is gone, and swept, before another takes over
-                boxes.retire(pid)
+            waiting = {spare.pid for spare in spares}
+            for pid in [pid for pid in boxes.live if pid not in waiting]:
+                boxes.retire(pid)   # the one the trusted side let go: gone, and swept, before another takes over
             handed = _spare_for(spares, second=message == SECOND_WANTED) or boxes.spawn(
                 control, warm_second=message == SECOND_WANTED)
             try:
@@ -330,7 +330,6 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
                                 [handed.sock_fd, handed.out_fd])
             finally:
                 handed.close_fds()
-            answering = [handed.pid]
             if not any(_fits(spare, second=False) for spare in spares):   # the next start_afresh finds one waiting
                 spares.append(boxes.spawn(control, warm_second=False))
     finally:
