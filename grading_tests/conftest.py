@@ -13,7 +13,7 @@ import pytest
 from autograder.gateway import Gateway
 from autograder.local_gateway import LocalGateway
 from autograder.suite import PLUGIN_NAME, GradingPlugin, registered
-from grading_tests import gates
+from grading_tests import gates, second_opinions
 
 
 def pytest_addoption(parser):
@@ -29,6 +29,8 @@ def pytest_configure(config):
                                        "stand-in device emulated on the CPU)")
     config.addinivalue_line("markers", "gated(*names): runs only once each named function computes its basic case "
                                        "(grading_tests/gates.py)")
+    config.addinivalue_line("markers", "second_opinion(case, *args): compares two answers, the second from a process "
+                                       "that never saw the first (grading_tests/second_opinions.py)")
     if registered(config) is None:
         plugin = GradingPlugin(lambda config: LocalGateway(config.getoption("submission")),
                                config.getoption("results_json"))
@@ -50,3 +52,9 @@ def gate(request, student) -> None:
     marker = request.node.get_closest_marker("gated")
     if marker is not None:
         gates.require(student, *marker.args)
+
+
+@pytest.fixture
+def opinions(request, student, gate) -> second_opinions.Opinions:
+    """The two answers of a test marked second_opinion(case, *args): second_opinions.py."""
+    return second_opinions.answers(request, student)

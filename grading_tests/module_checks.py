@@ -17,6 +17,7 @@ from grading_tests.checks import (
     run_module,
 )
 from grading_tests.placement import run_module_placed
+from grading_tests.second_opinions import Pair
 from grading_tests.tolerance import agree
 
 # (B, L, S or None for self-attention, E, H, lengths or None, is_causal, bias). Only "no-bias" has
@@ -199,15 +200,20 @@ def check_lesson(student, *, fused):
                      atol=2e-3, rtol=0)
 
 
-def check_no_dropout_in_eval_mode(student, *, fused, seed):
-    """dropout=0.5 in eval mode gives what dropout=0.0 gives: the same module's numbers, whatever they are (the
-    second from a fresh process, so a remembered answer cannot stand in for it)."""
+def dropping_then_not(fused: bool, seed: int) -> Pair:
+    """A second opinion (second_opinions.py): dropout=0.5 in eval mode, then the same module with dropout=0.0."""
     init_kwargs, state, forward = case_inputs("self-padding", seed)
     dropping = {**init_kwargs, "dropout": 0.5}
-    got = module_output(student, dropping, state, forward, fused=fused, options=CallOptions(seed=1))
-    student.start_afresh()   # two answers of one process could be one remembered: the second comes from a new one
-    plain = module_output(student, init_kwargs, state, forward, fused=fused, options=CallOptions(seed=2))
-    expect_same_output(got, plain, f"the output of {describe_forward(dropping, forward, fused)} in eval mode",
+    return Pair(lambda student: module_output(student, dropping, state, forward, fused=fused,
+                                              options=CallOptions(seed=1)),
+                lambda student: module_output(student, init_kwargs, state, forward, fused=fused,
+                                              options=CallOptions(seed=2)),
+                context=f"the output of {describe_forward(dropping, forward, fused)} in eval mode")
+
+
+def expect_no_dropout_in_eval_mode(opinions) -> None:
+    """dropout=0.5 in eval mode gives what dropout=0.0 gives: the same module's numbers, whatever they are."""
+    expect_same_output(opinions.first, opinions.second, opinions.context,
                        "the same module with dropout=0.0: outside training no weight may be dropped")
 
 

@@ -20,6 +20,7 @@ from grading_tests.checks import (
     randn,
 )
 from grading_tests.placement import call_placed
+from grading_tests.second_opinions import Pair, second_opinion
 from grading_tests.tolerance import agree
 
 pytestmark = pytest.mark.part(2)
@@ -367,44 +368,60 @@ def test_rows_sum_to_one_over_visible_keys(student):
         fail("a masked key got a non-zero attention weight")
 
 
-@pytest.mark.gated("scaled_dot_product_attention")
-def test_future_tokens_do_not_change_past_outputs(student):
+# The three tests below compare two answers; the second comes from a process that never saw the first's inputs
+# (second_opinions.py), so an answer remembered from the first call cannot stand in for it.
+def future_tokens_changed():
     q, k, v = randn(2, 7, 6, seed=63), randn(2, 7, 6, seed=64), randn(2, 7, 5, seed=65)
-    before, _ = attend(student, q, k, v, is_causal=True)
     q2, k2, v2 = q.clone(), k.clone(), v.clone()
     for t in (q2, k2, v2):
         t[:, 4:] += 10.0
-    student.start_afresh()
-    after, _ = attend(student, q2, k2, v2, is_causal=True)
+    return Pair(lambda student: attend(student, q, k, v, is_causal=True),
+                lambda student: attend(student, q2, k2, v2, is_causal=True))
+
+
+@pytest.mark.gated(SDPA)
+@second_opinion(future_tokens_changed)
+def test_future_tokens_do_not_change_past_outputs(opinions):
+    (before, _), (after, _) = opinions.first, opinions.second
     if not agree(before[:, :4], after[:, :4], atol=1e-6):
         fail("with is_causal=True, changing tokens 4..6 changed the outputs of tokens 0..3: "
              "a query must not see keys after its own position")
 
 
-@pytest.mark.gated("scaled_dot_product_attention")
-def test_padded_keys_do_not_change_real_outputs(student):
+def padded_keys_changed():
     q, k, v = randn(3, 5, 6, seed=66), randn(3, 8, 6, seed=67), randn(3, 8, 4, seed=68)
     lengths = [8, 3, 6]
     mask = oracle.expand(oracle.padding(lengths), 5)
-    before, _ = attend(student, q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1), mask)
     k2, v2 = k.clone(), v.clone()
     for b, n in enumerate(lengths):
         k2[b, n:] = randn(8 - n, 6, seed=69 + b, scale=5.0)
         v2[b, n:] = randn(8 - n, 4, seed=72 + b, scale=5.0)
-    student.start_afresh()
-    after, _ = attend(student, q.unsqueeze(1), k2.unsqueeze(1), v2.unsqueeze(1), mask)
+    return Pair(lambda student: attend(student, q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1), mask),
+                lambda student: attend(student, q.unsqueeze(1), k2.unsqueeze(1), v2.unsqueeze(1), mask))
+
+
+@pytest.mark.gated(SDPA)
+@second_opinion(padded_keys_changed)
+def test_padded_keys_do_not_change_real_outputs(opinions):
+    (before, _), (after, _) = opinions.first, opinions.second
     if not agree(before, after, atol=1e-6):
         fail("changing the padded keys and values changed the output: padded tokens must get zero weight")
 
 
-@pytest.mark.gated("scaled_dot_product_attention")
-def test_self_attention_is_permutation_equivariant(student):
+PERMUTATION = torch.tensor([3, 0, 6, 1, 5, 2, 4])
+
+
+def tokens_permuted():
     x = randn(2, 7, 6, seed=75)
-    perm = torch.tensor([3, 0, 6, 1, 5, 2, 4])
-    out, _ = attend(student, x, x, x)
-    student.start_afresh()
-    permuted, _ = attend(student, x[:, perm], x[:, perm], x[:, perm])
-    if not agree(out[:, perm], permuted, atol=1e-5):
+    return Pair(lambda student: attend(student, x, x, x),
+                lambda student: attend(student, x[:, PERMUTATION], x[:, PERMUTATION], x[:, PERMUTATION]))
+
+
+@pytest.mark.gated(SDPA)
+@second_opinion(tokens_permuted)
+def test_self_attention_is_permutation_equivariant(opinions):
+    (out, _), (permuted, _) = opinions.first, opinions.second
+    if not agree(out[:, PERMUTATION], permuted, atol=1e-5):
         fail("without a mask, permuting the tokens should permute the outputs the same way")
 
 

@@ -12,13 +12,15 @@ from grading_tests.module_checks import (
     check_gradients,
     check_lesson,
     check_module,
-    check_no_dropout_in_eval_mode,
     check_placement,
     describe_forward,
+    dropping_then_not,
+    expect_no_dropout_in_eval_mode,
     expect_same_output,
     module_output,
     module_spec,
 )
+from grading_tests.second_opinions import Pair, second_opinion
 from grading_tests.tolerance import agree
 
 pytestmark = pytest.mark.part(5)
@@ -111,57 +113,77 @@ def test_dropout_only_in_training_and_at_the_given_rate(student):
     check_dropout_rate(student, fused=False)
 
 
+# The tests below compare two answers; the second comes from a process that never saw the first's inputs
+# (second_opinions.py), so an answer remembered from the first call cannot stand in for it.
 @pytest.mark.gated("MultiHeadAttention")
-def test_no_dropout_in_eval_mode(student):
-    check_no_dropout_in_eval_mode(student, fused=False, seed=630)
+@second_opinion(dropping_then_not, False, 630)
+def test_no_dropout_in_eval_mode(opinions):
+    expect_no_dropout_in_eval_mode(opinions)
 
 
-@pytest.mark.gated("MultiHeadAttention")
-def test_training_mode_without_dropout_changes_nothing(student):
+def trained_then_evaluated():
     init_kwargs, state, forward = case_inputs("cross-padding", 640)
-    trained = module_output(student, init_kwargs, state, forward, training=True)
-    student.start_afresh()
-    evaluated = module_output(student, init_kwargs, state, forward)
-    expect_same_output(trained, evaluated, f"the output of {describe_forward(init_kwargs, forward, False, True)}",
+    return Pair(lambda student: module_output(student, init_kwargs, state, forward, training=True),
+                lambda student: module_output(student, init_kwargs, state, forward),
+                context=describe_forward(init_kwargs, forward, False, True))
+
+
+@pytest.mark.gated("MultiHeadAttention")
+@second_opinion(trained_then_evaluated)
+def test_training_mode_without_dropout_changes_nothing(opinions):
+    expect_same_output(opinions.first, opinions.second, f"the output of {opinions.context}",
                        "the same call in eval mode: with dropout=0.0 the mode changes nothing")
 
 
-@pytest.mark.gated("MultiHeadAttention")
-def test_padded_tokens_do_not_change_real_outputs(student):
+PADDING_LENGTHS = [7, 3, 5]
+
+
+def padded_tokens_changed():
     init_kwargs, state, forward = case_inputs("self-padding", 650)
-    before = module_output(student, init_kwargs, state, forward)
     changed = forward["x"].clone()
-    lengths = [7, 3, 5]
-    for b, n in enumerate(lengths):
+    for b, n in enumerate(PADDING_LENGTHS):
         changed[b, n:] = randn(7 - n, 12, seed=651 + b, scale=5.0)
-    student.start_afresh()
-    after = module_output(student, init_kwargs, state, {**forward, "x": changed})
-    for b, n in enumerate(lengths):
-        if not agree(before[b, :n], after[b, :n], atol=1e-5):
+    return Pair(lambda student: module_output(student, init_kwargs, state, forward),
+                lambda student: module_output(student, init_kwargs, state, {**forward, "x": changed}))
+
+
+@pytest.mark.gated("MultiHeadAttention")
+@second_opinion(padded_tokens_changed)
+def test_padded_tokens_do_not_change_real_outputs(opinions):
+    for b, n in enumerate(PADDING_LENGTHS):
+        if not agree(opinions.first[b, :n], opinions.second[b, :n], atol=1e-5):
             fail(f"changing the padded tokens of sequence {b} changed the outputs of its real tokens: "
                  f"padded keys must get zero attention")
 
 
-@pytest.mark.gated("MultiHeadAttention")
-def test_future_tokens_do_not_change_past_outputs(student):
+def future_tokens_changed():
     init_kwargs, state, forward = case_inputs("self-causal", 660)
-    before = module_output(student, init_kwargs, state, forward)
     changed = forward["x"].clone()
     changed[:, 3:] += 4.0
-    student.start_afresh()
-    after = module_output(student, init_kwargs, state, {**forward, "x": changed})
-    if not agree(before[:, :3], after[:, :3], atol=1e-5):
+    return Pair(lambda student: module_output(student, init_kwargs, state, forward),
+                lambda student: module_output(student, init_kwargs, state, {**forward, "x": changed}))
+
+
+@pytest.mark.gated("MultiHeadAttention")
+@second_opinion(future_tokens_changed)
+def test_future_tokens_do_not_change_past_outputs(opinions):
+    if not agree(opinions.first[:, :3], opinions.second[:, :3], atol=1e-5):
         fail("with is_causal=True, changing tokens 3.. changed the outputs of tokens 0..2")
 
 
-@pytest.mark.gated("MultiHeadAttention")
-def test_self_attention_is_permutation_equivariant(student):
+PERMUTATION = torch.tensor([4, 2, 0, 3, 1])
+
+
+def tokens_permuted():
     init_kwargs, state, forward = case_inputs("self", 670)
-    perm = torch.tensor([4, 2, 0, 3, 1])
-    before = module_output(student, init_kwargs, state, forward)
-    student.start_afresh()
-    after = module_output(student, init_kwargs, state, {"x": forward["x"][:, perm]})
-    if not agree(before[:, perm], after, atol=1e-5):
+    return Pair(lambda student: module_output(student, init_kwargs, state, forward),
+                lambda student: module_output(student, init_kwargs, state, {"x": forward["x"][:, PERMUTATION]}))
+
+
+@pytest.mark.gated("MultiHeadAttention")
+@second_opinion(tokens_permuted)
+def test_self_attention_is_permutation_equivariant(opinions):
+    if not agree(opinions.first[:, PERMUTATION], opinions.second, atol=1e-5):
         fail("without masks, permuting the input tokens must permute the outputs the same way")
 
 

@@ -16,11 +16,13 @@ from grading_tests.module_checks import (
     check_gradients,
     check_lesson,
     check_module,
-    check_no_dropout_in_eval_mode,
     check_placement,
     describe_forward,
+    dropping_then_not,
+    expect_no_dropout_in_eval_mode,
     module_output,
 )
+from grading_tests.second_opinions import second_opinion
 
 pytestmark = pytest.mark.part(6)
 
@@ -70,8 +72,9 @@ def test_fused_dropout_only_in_training_and_at_the_given_rate(student):
 
 
 @pytest.mark.gated("MultiHeadAttention(fused=True)")
-def test_fused_no_dropout_in_eval_mode(student):
-    check_no_dropout_in_eval_mode(student, fused=True, seed=900)
+@second_opinion(dropping_then_not, True, 900)
+def test_fused_no_dropout_in_eval_mode(opinions):   # the second answer from a new process (second_opinions.py)
+    expect_no_dropout_in_eval_mode(opinions)
 
 
 @pytest.mark.parametrize("backend", [None, "math"], ids=["any-backend", "math-backend"])
