@@ -122,8 +122,8 @@ def report_lines(run, out: str) -> list[str]:
     from autograder.engine import recorded
     where = os.path.join
     scored = any(map(recorded.scored, run.rows))   # an export with Gradescope's scores
-    lines = [] if run.pairs is None else [
-        f"similarity: {len(run.pairs)} pair(s) of submissions to look at ({where(out, 'similarity.html')}, "
+    lines = [f"similarity: {run.similarity_stopped}"] if run.similarity_stopped else [] if run.flagged is None else [
+        f"similarity: {run.flagged} pair(s) of submissions to look at ({where(out, 'similarity.html')}, "
         f"similarity.csv); a flag for a human, never points"]
     if scored:
         lines.append(f"gradescope: {len(run.disagreements)} submission(s) scored differently from the score Gradescope "
@@ -139,6 +139,6 @@ def report_lines(run, out: str) -> list[str]:
         lines.append(f"repeat: {len(run.repeats)} submission(s) got a different result when graded again "
                      f"({where(out, 'repeat.csv')})")
     lines.append(f"wrote {where(out, 'grades.csv')}, {where(out, 'results')}/, summary.png, tests.csv, tests.png"
-                 + (", similarity.csv, similarity.html" if run.pairs is not None else "")
+                 + (", similarity.csv, similarity.html" if run.flagged is not None else "")
                  + (", gradescope.csv" if scored else ""))
     return lines

@@ -178,6 +178,34 @@ def test_an_upload_with_no_graded_module_is_told_exactly_what_to_upload(tmp_path
     assert all(module in str(raised.value) for module in GRADED_MODULES)
 
 
+def test_a_zip_declaring_too_many_entries_is_refused_before_its_directory_is_parsed(tmp_path, monkeypatch):
+    """A central directory is parsed whole, one object per entry, by zipfile.ZipFile: the count it declares is
+    checked first, so a zip of a few megabytes declaring millions of entries costs nothing to refuse."""
+    upload = tmp_path / "many.zip"
+    with zipfile.ZipFile(upload, "w") as archive:
+        for index in range(submissions.MAX_FILES + 1):
+            archive.writestr(f"student/{index}.txt", "")
+
+    def parsed(*_args, **_kwargs):
+        raise AssertionError("the directory was parsed before its size was checked")
+
+    monkeypatch.setattr(submissions.zipfile, "ZipFile", parsed)
+    with pytest.raises(submissions.SubmissionError, match=r"too many files in the zip \(2001; the limit is 2000\)"):
+        submissions.unpack(str(upload), str(tmp_path / "private"))
+
+
+def test_a_zip_whose_directory_is_larger_than_its_entries_can_be_is_refused(tmp_path):
+    upload = tmp_path / "padded.zip"
+    with zipfile.ZipFile(upload, "w") as archive:
+        info = zipfile.ZipInfo("student/__init__.py")
+        info.comment = b"x" * 65535   # the largest comment a directory entry can carry, many times over
+        for index in range(100):
+            info.filename = f"student/{index}.py"
+            archive.writestr(info, "")
+    with pytest.raises(submissions.SubmissionError, match="the zip's directory is too large"):
+        submissions._check_directory(upload, max_files=100)
+
+
 def test_the_graded_modules_are_read_from_the_handouts_package_file():
     assert submissions.graded_modules() == set(GRADED_MODULES)
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import csv
 import os
+import pathlib
 import shutil
 import subprocess
 
 import pytest
 
-from autograder.engine import submissions
+from autograder.engine import batch, submissions
 from autograder.samples import write_submission
 from tests import grading_command
 
@@ -49,11 +50,73 @@ def test_a_changed_submission_is_graded_again_and_says_so_and_force_regrades_by_
 def test_the_fingerprint_follows_content_not_names_or_times(tmp_path):
     first = write_submission(tmp_path / "a")
     second = write_submission(tmp_path / "b")
-    assert submissions.fingerprint(str(first)) == submissions.fingerprint(str(second))
+    scratch = str(tmp_path)
+    assert submissions.fingerprint(str(first), scratch) == submissions.fingerprint(str(second), scratch)
     os.utime(first / "student" / "scaling.py", (0, 0))
-    assert submissions.fingerprint(str(first)) == submissions.fingerprint(str(second))
+    assert submissions.fingerprint(str(first), scratch) == submissions.fingerprint(str(second), scratch)
     (second / "student" / "scaling.py").write_text("# changed\n")
-    assert submissions.fingerprint(str(first)) != submissions.fingerprint(str(second))
+    assert submissions.fingerprint(str(first), scratch) != submissions.fingerprint(str(second), scratch)
+    assert sorted(os.listdir(tmp_path)) == ["a", "b"], "the unpacked copies were left behind"
+
+
+def test_the_fingerprint_is_of_exactly_what_is_graded(tmp_path):
+    """What unpacking skips changes nothing (.git, bytecode caches), however much of it there is; every graded
+    file counts, however many files come before it (a 2,001-object .git used to exhaust a cap on files read)."""
+    scratch = str(tmp_path)
+    submission = write_submission(tmp_path / "class" / "eve", solution=False)
+    objects = submission / ".git" / "objects"
+    objects.mkdir(parents=True)
+    for index in range(2001):
+        (objects / f"{index:04d}").write_bytes(b"x")
+    (submission / "student" / "__pycache__").mkdir()
+    (submission / "student" / "__pycache__" / "scaling.cpython-311.pyc").write_bytes(b"cached")
+    stubs = submissions.fingerprint(str(submission), scratch)
+    assert stubs.startswith(submissions.CONTENT_DIGEST)
+    (objects / "extra").write_bytes(b"y")
+    (submission / "student" / "__pycache__" / "scaling.cpython-311.pyc").write_bytes(b"other")
+    assert submissions.fingerprint(str(submission), scratch) == stubs, "a skipped file changed the digest"
+    shutil.rmtree(submission / "student")
+    shutil.copytree(write_submission(tmp_path / "reference") / "student", submission / "student")
+    assert submissions.fingerprint(str(submission), scratch) != stubs, "the graded files changed, the digest not"
+
+
+def test_a_submission_refused_at_unpacking_has_a_digest_of_why(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (tmp_path / "scratch").mkdir()
+    digest = submissions.fingerprint(str(empty), str(tmp_path / "scratch"))
+    (empty / "notes.txt").write_text("no package")
+    assert submissions.fingerprint(str(empty), str(tmp_path / "scratch")) not in (digest, "")
+
+
+def test_a_digest_of_an_earlier_kind_is_graded_again_and_says_why():
+    """An earlier grader's digest could have missed a change (it stopped at 2,000 files): not trusted."""
+    found = [submissions.Submission(name, name, f"/class/{name}") for name in ("old", "same", "none")]
+    now = submissions.CONTENT_DIGEST + "1"
+    done = {"/class/old": {"score": 0, "content": "sha256:1"}, "/class/same": {"score": 0, "content": now},
+            "/class/none": {"score": 0}}
+    again = batch.regrades(found, done, dict.fromkeys(done, now))
+    assert list(again) == ["/class/old"] and "earlier version of the grader" in again["/class/old"]
+
+
+@pytest.mark.slow
+def test_a_folder_name_that_is_not_utf8_keeps_its_row_across_a_resume(tmp_path):
+    """The row is written as valid text; the submission's identity must still match it on the next run, or it
+    is graded again on every resume under a new results file."""
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    odd = os.path.join(os.fsencode(classroom), b"caf\xe9")
+    write_submission(pathlib.Path(os.fsdecode(odd)), solution=False)
+    out = tmp_path / "out"
+    assert grade(classroom, "--out", out).returncode == 0
+    results = sorted((out / "results").iterdir())
+    assert len(results) == 1
+    stamp = results[0].stat().st_mtime_ns
+    proc = grade(classroom, "--out", out)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted((out / "results").iterdir()) == results, "graded again under a new results file"
+    assert results[0].stat().st_mtime_ns == stamp, "graded again"
+    assert len(rows(out)) == 1
 
 
 METADATA = """\

@@ -243,3 +243,56 @@ def test_the_engine_shipped_in_autograder_zip_knows_the_handout_as_boilerplate(s
     finally:
         (shipped_engine / similarity.HANDOUT_BUNDLE).write_text(similarity.handout_bundle())
     assert len(flagged) == 6, flagged   # every pair of the four
+
+
+def test_a_submission_is_read_up_to_a_bound_the_graded_modules_first(tmp_path):
+    """2 MB of never-imported files beside the package (within every unpacking limit) once held the batch for a
+    minute and 600 MiB: what a submission makes the comparison read is bounded, and its graded code is in it."""
+    folder = write_submission(tmp_path / "bulky")
+    filler = "x = [" + ", ".join(str(i) for i in range(40_000)) + "]\n"
+    for index in range(8):
+        (folder / "student" / f"aaa_{index}.py").write_text(filler)   # sorted before every graded module
+    (code,) = codes_of(tmp_path).values()
+    assert len(code.text) <= similarity.MAX_CODE_CHARS + len(code.files)
+    read = {name for _offset, name in code.files}
+    assert set(GRADED_MODULES) <= read and len(read) < len(GRADED_MODULES) + 8
+
+
+def test_the_report_is_made_once_for_the_same_submissions(tmp_path, monkeypatch):
+    for name in ("a", "b"):
+        write_submission(tmp_path / "class" / name)
+    found = submissions.discover([tmp_path / "class"])
+    contents = {s.source: submissions.fingerprint(s.location, str(tmp_path)) for s in found}
+    out = tmp_path / "out"
+    out.mkdir()
+    assert similarity.write_bounded(out, found, contents) == 1   # two copies of the reference
+    made = (out / "similarity.csv").stat().st_mtime_ns
+
+    def never(*_args):
+        raise AssertionError("compared again")
+
+    monkeypatch.setattr(similarity.bounded, "run", never)
+    assert similarity.write_bounded(out, found, contents) == 1
+    assert (out / "similarity.csv").stat().st_mtime_ns == made
+    changed = {**contents, found[0].source: "unpacked-sha256:other"}
+    with pytest.raises(AssertionError, match="compared again"):
+        similarity.write_bounded(out, found, changed)
+    assert not (out / "similarity.csv").exists(), "a report of other submissions was left in place"
+
+
+def test_a_similarity_step_past_its_limits_leaves_a_line_not_a_crash(tmp_path, monkeypatch):
+    from autograder.engine import batch, bounded
+    for name in ("a", "b"):
+        write_submission(tmp_path / "class" / name)
+    found = submissions.discover([tmp_path / "class"])
+    contents = {s.source: submissions.fingerprint(s.location, str(tmp_path)) for s in found}
+
+    def hoarding(*_args):   # what a comparison made to cost without bound would do
+        held = []
+        while True:
+            held.append(bytearray(64 << 20))
+
+    monkeypatch.setattr(similarity, "write", hoarding)
+    monkeypatch.setattr(similarity, "step_limits", lambda _n: bounded.StepLimits(1 << 30, 30, 600.0))
+    flagged, why = batch._similarity(tmp_path, found, contents)
+    assert flagged is None and why.startswith("the similarity report was not written: it ran out of memory")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from autograder.engine import (
     analytics,
+    bounded,
     changes,
     gradebook,
     isolation,
@@ -56,7 +57,8 @@ class Run:
     rows: list[dict]                     # every submission's row, this run's and those kept from before
     note: str                            # the isolation line
     tests: list[analytics.TestStat]      # per hidden test: tests.csv
-    pairs: list[similarity.Pair] | None = None   # flagged for a look: similarity.csv (None: not compared)
+    flagged: int | None = None           # pairs flagged for a look: similarity.csv (None: no report written)
+    similarity_stopped: str = ""         # why no similarity report was written, where one was asked for
     disagreements: list[dict] = field(default_factory=list)          # with Gradescope's scores: gradescope.csv
     changes: list[changes.Change] | None = None    # --regrade: against the earlier run (None: no earlier run)
     earlier: pathlib.Path | None = None            # --regrade: where the earlier run's files were moved
@@ -97,7 +99,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         done, taken = gradebook.load_done(out)
         found = submissions.discover(paths, taken, staging=exports_root, due=due, exports=exports)
         note = isolation_note(plan, out, list(paths), sorted({s.location for s in found}), list(private))
-        contents = {s.source: submissions.fingerprint(s.location) for s in found}
+        contents = {s.source: submissions.fingerprint(s.location, exports_root) for s in found}
         again = regrades(found, done, contents, force)   # before anything moves: an unknown --force name stops here
         earlier = changes.archive(out) if regrade else None
         if earlier:   # everything is graded again, under the same results file names
@@ -108,8 +110,8 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         progress = Progress(len(todo), len(rows), progress_stream)
         rows += _grade(template, todo, out, workers, limits, note, list(rows), progress, keep, contents, again, suite)
         progress.close()
-        pairs = similarity.write(out, found) if similarity_report else None
-        run = Run(rows, note, analytics.write(out, rows), pairs,
+        flagged, stopped = _similarity(out, found, contents) if similarity_report else (None, "")
+        run = Run(rows, note, analytics.write(out, rows), flagged, stopped,
                   recorded.write_disagreements(out, rows), stale=sum(r.get("graded_with") != suite for r in rows))
         if earlier:
             run.earlier = earlier
@@ -125,6 +127,17 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
     gradebook.write_csv(out, rows)
     gradebook.write_summary_png(out, rows)
     return run
+
+
+def _similarity(out: pathlib.Path, found, contents) -> tuple[int | None, str]:
+    """(pairs flagged, "") or (None, why no report was written). One submission is compared with nobody: no
+    step of its own, no import of the comparison's libraries."""
+    if len(found) < 2:
+        return len(similarity.write(out, found)), ""
+    try:
+        return similarity.write_bounded(out, found, contents), ""
+    except bounded.Stopped as stopped:
+        return None, f"the similarity report was not written: {stopped}"
 
 
 def _by_source(rows: list[dict]) -> dict[str, dict]:
@@ -158,7 +171,12 @@ def regrades(found, done: dict[str, dict], contents: dict[str, str], force=()) -
         earlier = done[submission.source]
         if submission.name in force or submission.slug in force:
             again[submission.source] = f"graded again (--force; it scored {earlier['score']:g} before)"
-        elif earlier.get("content") not in (None, contents[submission.source]):
+        elif earlier.get("content") is None or earlier["content"] == contents[submission.source]:
+            continue
+        elif not earlier["content"].startswith(submissions.CONTENT_DIGEST):
+            again[submission.source] = (f"graded again: its content was recorded by an earlier version of the "
+                                        f"grader, which could miss a change (it scored {earlier['score']:g} before)")
+        else:
             again[submission.source] = (f"graded again: the submission changed since it was graded "
                                         f"(it scored {earlier['score']:g} before)")
     return again

@@ -48,7 +48,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from autograder.engine import submissions
+from autograder.engine import bounded, submissions
 from autograder.engine.files import atomic_write
 from autograder.engine.sanitize import csv_cell, printable
 from autograder.paths import REPO, STUDENT_DIR
@@ -60,11 +60,15 @@ NOISE = 25            # k: the shortest match (in tokenized characters) that cou
 THRESHOLD = 0.7       # flagged when the two sides' shared parts average at least this
 MIN_SHARED = 120      # and the two share at least this many tokenized characters beyond the handout
 MAX_FILE_CHARS = 200_000   # a larger file is cut: enough to compare, bounded work on hostile input
+MAX_CODE_CHARS = 300_000   # a submission's files together (the handout's student/ is 36 KB): the rest is not read
 SHOWN_PAIRS = 100     # pairs drawn side by side in similarity.html (similarity.csv lists them all)
 CSV_COLUMNS = ("first", "second", "similarity", "first_share", "second_share", "shared_tokens",
                "first_spans", "second_spans")
 PARALLEL_FROM = 60    # submissions: a smaller class is compared in one process (forking costs more than it saves)
 BLOCK_CELLS = 1 << 21  # at most this many (partner, k-gram) cells in one matrix: memory bounded on huge files
+REPORT_FILES = ("similarity.csv", "similarity.html")
+KEY_FILE = "similarity.json"   # what the report was made of (a digest) and how many pairs it flags
+STEP_MEMORY_BYTES = 4 << 30    # the step's address space (numpy and the fork pool's workers each)
 # The handout's student/ files, written into autograder.zip by the build (whose student/ holds only __init__.py).
 HANDOUT_BUNDLE = "autograder/engine/similarity_handout.json"
 
@@ -94,18 +98,29 @@ class Pair:
 
 def join_files(root: pathlib.Path, skip: dict[str, str] | None = None) -> tuple[str, tuple[tuple[int, str], ...]]:
     """The .py files under root (sorted by path) as one text, with each file's starting offset; a file whose text
-    is skip[its name] is left out (a handout file the student did not touch: nothing to compare)."""
-    parts, files, offset = [], [], 0
-    for path in sorted(root.rglob("*.py")):
-        if not path.is_file() or path.is_symlink():
-            continue
+    is skip[its name] is left out (a handout file the student did not touch: nothing to compare). At most
+    MAX_FILE_CHARS of a file and MAX_CODE_CHARS in all are read, the graded modules first: what a submission
+    makes the comparison cost is bounded, whatever else it uploads."""
+    texts = {}
+    paths = sorted(path for path in root.rglob("*.py") if path.is_file() and not path.is_symlink())
+    graded = submissions.graded_modules()
+    room = MAX_CODE_CHARS
+    for path in sorted(paths, key=lambda p: p.relative_to(root).as_posix() not in graded):
         name = path.relative_to(root).as_posix()
-        text = path.read_bytes()[:MAX_FILE_CHARS].decode("utf-8", errors="replace") + "\n"
+        with open(path, "rb") as handle:
+            text = handle.read(min(MAX_FILE_CHARS, room)).decode("utf-8", errors="replace") + "\n"
         if skip and skip.get(name) == text:
             continue
-        files.append((offset, name))
-        parts.append(text)
-        offset += len(text)
+        texts[name] = text
+        room -= len(text) - 1
+        if room <= 0:
+            break
+    parts, files, offset = [], [], 0
+    for name in (path.relative_to(root).as_posix() for path in paths):
+        if name in texts:
+            files.append((offset, name))
+            parts.append(texts[name])
+            offset += len(texts[name])
     return "".join(parts), tuple(files)
 
 
@@ -442,6 +457,36 @@ def _marked(text: str, slices) -> str:
 def settings_line() -> str:
     return (f"copydetect winnowing, k={NOISE}; flagged where the two sides' shared parts average {THRESHOLD:.0%} "
             f"and share at least {MIN_SHARED} tokens; the handout's code is boilerplate; no group compared within")
+
+
+def write_bounded(out: pathlib.Path, found, contents: dict[str, str]) -> int:
+    """write(), run as a class-level step within limits of its own (bounded.py), and not run again when out/
+    already holds the report of exactly these submissions (their contents, names and students) with these
+    settings: a resume with nothing new reuses it. Returns how many pairs are flagged; raises bounded.Stopped
+    (and leaves no report: an earlier one would describe other submissions)."""
+    import hashlib
+    people = [sorted(s.sid or s.email or s.name for s in submission.submitters) for submission in found]
+    key = hashlib.sha256(json.dumps([settings_line(), handout_code(), MAX_CODE_CHARS, MAX_FILE_CHARS, [
+        [s.source, contents.get(s.source), s.name, s.slug, who] for s, who in zip(found, people, strict=True)]],
+        ensure_ascii=True).encode()).hexdigest()
+    try:
+        cached = json.loads((out / KEY_FILE).read_text())
+        if cached["key"] == key and all((out / name).is_file() for name in REPORT_FILES):
+            return int(cached["flagged"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    for name in (KEY_FILE, *REPORT_FILES):
+        (out / name).unlink(missing_ok=True)
+    flagged = bounded.run(lambda: len(write(out, found)), step_limits(len(found)))
+    atomic_write(out / KEY_FILE, json.dumps({"key": key, "flagged": flagged}))
+    return flagged
+
+
+def step_limits(submissions_compared: int) -> bounded.StepLimits:
+    """The similarity step's limits: generous for a class (400 submissions take about 15 CPU-s), bounded for one
+    hostile submission (each reads at most MAX_CODE_CHARS)."""
+    cpu = 60 + submissions_compared
+    return bounded.StepLimits(memory_bytes=STEP_MEMORY_BYTES, cpu_seconds=cpu, load_free_seconds=2.0 * cpu)
 
 
 def write(out: pathlib.Path, found) -> list[Pair]:

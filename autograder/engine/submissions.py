@@ -34,6 +34,7 @@ from autograder.paths import STUDENT_DIR
 MAX_FILES = 2000
 MAX_FILE_BYTES = 20 << 20
 MAX_TOTAL_BYTES = 50 << 20
+MAX_DIRECTORY_ENTRY_BYTES = 46 + 3 * 1024   # a zip's directory entry: its fixed part, a name, an extra field, a comment
 # A whole class's export zip: hundreds of submissions, each within the limits above when it is unpacked.
 EXPORT_MAX_FILES = 200_000
 EXPORT_MAX_BYTES = 8 << 30
@@ -79,8 +80,9 @@ class Submitter:
 class Submission:
     name: str      # shown in grades.csv (the student's name for a Gradescope export)
     slug: str      # file name of its results (unique in the output folder, filesystem-safe)
-    source: str    # its identity across runs: the folder or zip's real path (in an export zip: "ZIP::FOLDER")
-    path: str = ""                  # where to read it now (the source, or its folder extracted from an export zip)
+    source: str    # its identity across runs: the folder or zip's real path (in an export zip: "ZIP::FOLDER"), as
+    #                text (identity())
+    path: str = ""                  # where to read it now (its real path, or its folder extracted from an export zip)
     submission_id: str = ""         # Gradescope's, from an export's folder name (submission_<id>)
     submitters: tuple[Submitter, ...] = ()   # from an export's metadata; more than one: a group
     recorded: Recorded | None = None         # from an export's metadata: Gradescope's score, time, due date
@@ -143,20 +145,31 @@ def _export(path: pathlib.Path, staging_folder, due=None) -> list[_Found] | None
     """The submissions of an export (its folder or zip), or None when the path is not one."""
     real = os.path.realpath(path)
     if path.is_dir() and (path / METADATA).is_file():
-        return _gradescope_export(pathlib.Path(real), lambda child: os.path.join(real, child), due)
+        return _gradescope_export(pathlib.Path(real), lambda child: identity(os.path.join(real, child)), due)
     if path.is_file() and is_export_zip(path):
         # A folder of its own: two exports may share a file name.
         folder = pathlib.Path(tempfile.mkdtemp(prefix="export-", dir=staging_folder())) / "export"
         extract_export(path, folder)
         inner = [c for c in folder.iterdir() if c.is_dir()]
         root = folder if (folder / METADATA).is_file() else inner[0]
-        return _gradescope_export(root, lambda child: f"{real}::{child}", due)
+        return _gradescope_export(root, lambda child: identity(f"{real}::{child}"), due)
     return None
 
 
 def _one(path: pathlib.Path) -> _Found:
     real = os.path.realpath(path)
-    return _Found(_stem(path), real, real)
+    return _Found(_stem(path), identity(real), real)
+
+
+def identity(source: str) -> str:
+    """A submission's identity across runs, as text that survives any file name: source itself where it is
+    valid UTF-8 (every real path begins with /), else "bytes:" and the hex of its bytes. (The row is written as
+    valid text, so an undecodable name kept as it is would never match its own row again.)"""
+    try:
+        source.encode("utf-8")
+        return source
+    except UnicodeEncodeError:
+        return "bytes:" + os.fsencode(source).hex()
 
 
 def is_export_zip(path: pathlib.Path) -> bool:
@@ -366,11 +379,12 @@ def _extract_zip(path: pathlib.Path, dest: pathlib.Path, dropped: list[str] | No
                  budget: _Budget | None = None) -> None:
     """Extract under the rules above; bytecode goes to `dropped`, or is kept when dropped is None (an export:
     each of its submissions drops and flags its own when it is unpacked)."""
+    budget = budget or _Budget()
+    _check_directory(path, budget.max_files)
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as error:
         raise SubmissionError(f"not a readable zip file ({error})") from None
-    budget = budget or _Budget()
     dest.mkdir(parents=True)
     with archive:
         members = archive.infolist()
@@ -399,6 +413,25 @@ def _extract_zip(path: pathlib.Path, dest: pathlib.Path, dropped: list[str] | No
                 _copy_limited(archive.open(member), target, member.filename)
             except (zipfile.BadZipFile, EOFError, OSError, RuntimeError, ValueError, NotImplementedError) as error:
                 raise SubmissionError(f"damaged zip: {member.filename!r} ({type(error).__name__}: {error})") from None
+
+
+def _check_directory(path: pathlib.Path, max_files: int) -> None:
+    """Refuse a zip whose central directory declares more entries than the budget allows, or is larger than such
+    a directory can be, before it is parsed: zipfile reads the whole directory, one object per entry, and a zip
+    of a few megabytes can declare millions. (zipfile's own reader of the end record, which is what ZipFile
+    trusts; zip64 included.)"""
+    try:
+        with open(path, "rb") as handle:
+            end = zipfile._EndRecData(handle)
+    except OSError as error:
+        raise SubmissionError(f"not a readable zip file ({error})") from None
+    if end is None:
+        raise SubmissionError("not a readable zip file (no end of central directory)")
+    entries, size = end[zipfile._ECD_ENTRIES_TOTAL], end[zipfile._ECD_SIZE]
+    if entries > max_files:
+        raise SubmissionError(f"too many files in the zip ({entries}; the limit is {max_files})")
+    if size > max_files * MAX_DIRECTORY_ENTRY_BYTES:
+        raise SubmissionError(f"the zip's directory is too large ({size} bytes for {entries} entries)")
 
 
 def _claim(seen: dict[str, str], parts: list[str], kind: str, name: str) -> None:
@@ -450,33 +483,35 @@ def _copy_tree(source: pathlib.Path, dest: pathlib.Path, dropped: list[str]) -> 
 
 # ------------------------------------------------------------------ what a submission holds
 
-def fingerprint(location: str) -> str:
-    """A digest of a submission's content: a zip's bytes, or a folder's regular files (names and contents; links
-    and anything else are not followed). A result remembers it, so that a submission changed since it was
-    graded is graded again. Reads at most MAX_TOTAL_BYTES (and MAX_FILES files): past that the digest covers
-    what was read, enough to tell a changed upload from an unchanged one."""
+CONTENT_DIGEST = "unpacked-sha256:"   # what fingerprint() returns begins with this (older engines wrote others)
+
+
+def fingerprint(location: str, scratch: str) -> str:
+    """A digest of exactly what is graded: the submission unpacked as its worker unpacks it (every file kept,
+    names and contents, in sorted order, with no cap: the unpacking's own limits bound it), what the unpacking
+    dropped and says about it, or why it refuses the submission. Files the unpacking skips (.git, __pycache__,
+    bytecode) change nothing graded and nothing here. A result remembers it, so that a submission changed since
+    it was graded is graded again. scratch: a private folder of the grader's to unpack into (emptied after)."""
     import hashlib
-    digest, budget = hashlib.sha256(), [MAX_TOTAL_BYTES, MAX_FILES]
-
-    def add(path: str, name: str) -> None:
-        budget[1] -= 1
-        digest.update(os.fsencode(name) + b"\0")
-        with open(path, "rb") as handle:
-            while budget[0] > 0 and (chunk := handle.read(min(1 << 20, budget[0]))):
-                budget[0] -= len(chunk)
-                digest.update(chunk)
-        digest.update(b"\0")
-
+    digest = hashlib.sha256()
+    folder = tempfile.mkdtemp(prefix="fingerprint-", dir=scratch)
     try:
-        if os.path.isfile(location):
-            add(location, "")
-        else:
-            for folder, subfolders, files in os.walk(location):
-                subfolders.sort()
-                for name in sorted(files):
-                    path = os.path.join(folder, name)
-                    if budget[1] > 0 and stat.S_ISREG(os.lstat(path).st_mode):
-                        add(path, os.path.relpath(path, location))
-    except OSError as error:
-        digest.update(f"unreadable: {error}".encode())
-    return "sha256:" + digest.hexdigest()
+        try:
+            unpacked = unpack(location, folder)
+        except SubmissionError as error:
+            digest.update(b"refused\0" + os.fsencode(str(error)) + b"\0" + os.fsencode("\0".join(error.flags)))
+            return CONTENT_DIGEST + digest.hexdigest()
+        package = os.path.join(folder, PACKAGE)
+        for root, subfolders, files in os.walk(package):
+            subfolders.sort()
+            for name in sorted(files):
+                path = os.path.join(root, name)
+                digest.update(os.fsencode(os.path.relpath(path, package)) + b"\0")
+                with open(path, "rb") as handle:
+                    while chunk := handle.read(1 << 20):
+                        digest.update(chunk)
+                digest.update(b"\0")
+        digest.update(os.fsencode("\0".join([unpacked.note, *unpacked.flags])))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return CONTENT_DIGEST + digest.hexdigest()
