@@ -10,6 +10,7 @@ through the engine.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 import torch
@@ -44,6 +45,7 @@ class LocalGateway(Gateway):
             emulated.install()
         if submission_dir is not None:
             sys.path.insert(0, str(submission_dir))
+            self.note_source(os.path.join(submission_dir, "student"))
         for name in [n for n in sys.modules if n == "student" or n.startswith("student.")]:
             del sys.modules[name]
         executor.disable_compilation()

@@ -80,7 +80,10 @@ class MultiHeadAttention(nn.Module):
         nn.MultiheadAttention; with fused=True the attention itself must go through
         self._fused_attention, which calls torch.nn.functional.scaled_dot_product_attention.
         A hidden test during which a path breaks this earns no points, and your
-        instructor sees it flagged.
+        instructor sees it flagged. Code that switches off torch's function or
+        dispatch modes (torch._C.DisableTorchFunction, _disable_current_modes,
+        popping the mode stacks) hides which path ran, so with it no hidden test
+        that runs your code earns points.
 
         Rules (the grader checks each one):
             - Works in float16, bfloat16, float32 and float64 (after module.to(dtype));

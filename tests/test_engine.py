@@ -200,12 +200,13 @@ def test_the_flags_column_names_what_an_instructor_should_look_at(zoo):
 
 
 def test_hiding_a_forbidden_call_gains_nothing_over_calling_it_openly(zoo):
-    """The open call costs the tests that ran it; hidden from the torch function watch, the dispatcher's watch
-    still sees SDPA's kernel, so the cheat scores exactly what its honest twin scores."""
+    """The open call costs the tests that ran it; code that switches a watch off is seen in its source (read as
+    text on the trusted side), and then no test that runs it earns points."""
     rows = zoo.rows()
-    twin, cheat = rows["bug-sdpa-in-manual-path"], rows["cheat-sdpa-hidden-from-the-watch"]
-    assert "forbidden call" in twin["flags"] and "forbidden call" in cheat["flags"]
-    assert cheat["score"] == twin["score"] < rows["reference"]["score"] == 100.0
+    twin = rows["bug-sdpa-in-manual-path"]
+    assert "forbidden call" in twin["flags"] and twin["score"] < rows["reference"]["score"] == 100.0
+    cheat = rows["cheat-sdpa-hidden-from-the-watch"]
+    assert "switches off the modes" in cheat["flags"] and cheat["score"] == 0.0
 
 
 def sandbox_users_leftovers(mine: str) -> dict[str, list]:

@@ -168,10 +168,9 @@ def entries(context: Context) -> list[Entry]:
               lambda dest, _c: write_submission(dest, overrides=edited_reference("multihead.py", FUSED_CALL,
                                                                                  FUSED_VIA_MANUAL))),
         Entry(Expectation("cheat-sdpa-hidden-from-the-watch", "cheat", "graded",
-                          "the same, hidden from the torch function watch (DisableTorchFunction): the dispatcher's "
-                          "watch still sees SDPA's kernel, so it gains nothing over its twin",
-                          no_better_than="bug-sdpa-in-manual-path",
-                          flag="manual path called torch's scaled_dot_product_attention"),
+                          "the same, hidden from the torch function watch (DisableTorchFunction): its source shows the "
+                          "switch, so every test that runs its code earns nothing",
+                          no_better_than="bug-sdpa-in-manual-path", flag="switches off the modes"),
               lambda dest, _c: write_submission(dest, overrides=edited_reference("multihead.py", MANUAL_CALL,
                                                                                  MANUAL_VIA_HIDDEN_SDPA))),
         Entry(Expectation("cheat-read-a-world-readable-clone", "cheat", "graded",

@@ -32,8 +32,9 @@ Which layer stops what (isolation.py says how each is applied):
     reading the hidden tests, any other copy of    landlock (read: Python, system libraries, the
       them, other submissions, the grader's out/     submission; write: its scratch); uid as root
     writing outside its scratch folder             landlock; uid; a read-only bind of the submission
-    scratch files, /tmp, /dev/shm, /run/lock       mnt: one bounded private tmpfs, gone with the box
-      litter that outlives it or fills memory
+    scratch files, /tmp, /dev/shm, /run/lock       mnt: one bounded private tmpfs, gone with the box;
+      litter that outlives it or fills memory        without it the worker measures what the box holds on
+      or the disk                                    disk (disk.py) and stops it at the same limit
     System V / POSIX IPC that outlives it or       ipc: its own namespace, small limits, gone with it
       fills the system-wide tables
     processes that outlive it (setsid, forks)      pid: the box's init ends, the kernel kills the

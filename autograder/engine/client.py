@@ -214,7 +214,7 @@ class SandboxGateway(Gateway):
             self._discard()
             self.log.crashes.append(label)
             raise StudentError("Crashed", f"the process running your code ended during {label} "
-                                          "(exit, crash, or killed for using too much memory)") from None
+                                          "(exit, crash, or stopped for using too much memory or disk)") from None
         except protocol.ProtocolError as error:
             self._refuse(label, str(error))
         finally:

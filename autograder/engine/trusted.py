@@ -38,8 +38,9 @@ class _SecondDeviceLast:
         items.sort(key=lambda item: item.get_closest_marker("second_device") is not None)
 
 
-def run(control, work_dir: str, limits: Limits, plan: isolation.Plan) -> None:
-    """Body of the forked trusted process: grade, write work_dir/result.json, never return."""
+def run(control, work_dir: str, limits: Limits, plan: isolation.Plan, package: str) -> None:
+    """Body of the forked trusted process: grade the student/ package at `package` (read here only as text: the
+    sandboxes run it), write work_dir/result.json, never return."""
     code = 0
     try:
         log_fd = os.open(os.path.join(work_dir, "pytest.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -47,7 +48,7 @@ def run(control, work_dir: str, limits: Limits, plan: isolation.Plan) -> None:
         os.dup2(log_fd, 2)
         os.chdir(work_dir)   # anything pytest writes stays in this private folder
         apply_trusted_limits(limits, limits.budget + TRUSTED_SECONDS)
-        atomic_write(os.path.join(work_dir, "result.json"), grade(control, limits, plan).to_json())
+        atomic_write(os.path.join(work_dir, "result.json"), grade(control, limits, plan, package).to_json())
     except BaseException as error:  # noqa: BLE001 - reported to the worker as a grader error
         code = 1
         print(f"grader error: {type(error).__name__}: {error}", flush=True)
@@ -56,7 +57,7 @@ def run(control, work_dir: str, limits: Limits, plan: isolation.Plan) -> None:
         os._exit(code)
 
 
-def grade(control, limits: Limits, plan: isolation.Plan) -> Outcome:
+def grade(control, limits: Limits, plan: isolation.Plan, package: str) -> Outcome:
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
@@ -65,7 +66,12 @@ def grade(control, limits: Limits, plan: isolation.Plan) -> Outcome:
     from autograder.suite import GradingPlugin
 
     log = SessionLog()
-    plugin = GradingPlugin(lambda _config: SandboxGateway(Spawner(control), limits, log))
+    def gateway(_config) -> SandboxGateway:
+        made = SandboxGateway(Spawner(control), limits, log)
+        made.note_source(package)   # the rule's evidence the sandbox cannot erase: its source, read as text
+        return made
+
+    plugin = GradingPlugin(gateway)
     exit_code = int(pytest.main([str(GRADING_DIR), *PYTEST_ARGS], plugins=[plugin, _SecondDeviceLast()]))
     for gateway in plugin.gateways:
         gateway.close()

@@ -26,7 +26,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from autograder.engine import isolation, memcg, processes, sandbox, submissions
+from autograder.engine import disk, isolation, memcg, processes, sandbox, submissions
 from autograder.engine.client import SECOND_WANTED, SPAWNED
 from autograder.engine.load_free import LoadFreeClock
 from autograder.engine.outcome import Outcome
@@ -106,7 +106,8 @@ def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fd
             gc.freeze()
             from autograder.engine import trusted  # pytest with it: in this process, unless the template had it
 
-            trusted.run(theirs, work_dir, settings.limits, settings.plan)
+            package = os.path.join(private_dir, submissions.PACKAGE)
+            trusted.run(theirs, work_dir, settings.limits, settings.plan, package)
         finally:
             os._exit(1)   # never back into the worker's code (the worker reports the missing result)
     theirs.close()
@@ -121,6 +122,9 @@ def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fd
     if boxes.stopped_at_limit:
         outcome.flags.append(f"a sandbox was stopped at the memory limit "
                              f"({settings.limits.memory_bytes / 2**30:g} GiB for all its processes together)")
+    if boxes.stopped_at_disk:
+        outcome.flags.append(f"a sandbox was stopped at the disk limit ({settings.limits.scratch_bytes >> 20} MiB "
+                             f"of files, as its private tmpfs would hold where the kernel gives one)")
     return outcome
 
 
@@ -168,6 +172,7 @@ class Boxes:
         self.count = 0
         self.peak = 0                   # memory layer: the most any box's processes held together
         self.stopped_at_limit = 0       # boxes stopped at the memory limit
+        self.stopped_at_disk: set[int] = set()   # boxes stopped at the scratch limit (no tmpfs bounds them)
         self.stopping: set[str] = set()  # groups this worker killed at their limit (v1: the box waited there)
 
     def spawn(self, control: socket.socket, *, warm_second: bool = True) -> Spare:
@@ -207,6 +212,17 @@ class Boxes:
             if box.memory_group and box.memory_group not in self.stopping and memcg.over_limit(box.memory_group):
                 self.stopping.add(box.memory_group)
                 memcg.kill(box.memory_group)
+
+    def watch_disk(self) -> None:
+        """Without private mounts no tmpfs bounds what a box writes: stop, whole, every box holding more of the
+        disk than its scratch limit (disk.py measures it from outside)."""
+        if self.plan.has("mnt"):
+            return
+        limit = self.settings.limits.scratch_bytes
+        for pid, box in list(self.live.items()):
+            if pid not in self.stopped_at_disk and disk.held(box.scratch, box.uid, limit) > limit:
+                self.stopped_at_disk.add(pid)
+                processes.kill_group(pid)
 
     def ended(self, pid: int) -> None:
         box = self.live.pop(pid, None)
@@ -308,6 +324,7 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
                 return os.waitstatus_to_exitcode(status), False
             if time.monotonic() > next_reading:   # a reading walks the process tree: twice a second is enough
                 next_reading = time.monotonic() + 0.5
+                boxes.watch_disk()
                 if clock.elapsed() > net:
                     os.kill(trusted_pid, 9)
                     os.waitpid(trusted_pid, 0)

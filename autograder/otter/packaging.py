@@ -40,7 +40,7 @@ CPU_INDEX = image.CPU_INDEX
 # What of the repository goes into autograder.zip, at its top (the working folder of run_gradescope).
 AUTOGRADER_SOURCES = ("autograder/__init__.py", "autograder/__main__.py", "autograder/paths.py",
                       "autograder/gateway.py", "autograder/local_gateway.py", "autograder/scoring.py",
-                      "autograder/suite.py",
+                      "autograder/suite.py", "autograder/source_rules.py",
                       "autograder/otter/__init__.py", "autograder/otter/plugin.py", "autograder/otter/engine_bridge.py",
                       "assignment/spec.py", "grading_tests")
 SPEC_NAME = "assignment/assignment.toml"   # written into autograder.zip from the resolved spec

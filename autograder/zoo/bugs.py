@@ -326,9 +326,45 @@ def _eval_dropout_remembered() -> Sample:
     return sample("eval-dropout-remembered", 5, make, "drops in eval mode; remembers answers to hide it")
 
 
+# Torch's attention in the manual path with both watches of the rule switched off (the function mode and the
+# dispatcher's), the backward pass recomputed by the package's own attention so that no torch attention op runs
+# there either: the watches see nothing; the source, read as text, shows the switch (autograder/source_rules.py).
+WATCHES_OFF = """
+
+class _Unwatched(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, mask, is_causal):
+        from torch.utils._python_dispatch import _disable_current_modes
+        ctx.save_for_backward(q, k, v)
+        ctx.mask, ctx.is_causal = mask, is_causal
+        with torch._C.DisableTorchFunction(), _disable_current_modes():
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v = (t.detach().requires_grad_() for t in ctx.saved_tensors)
+        with torch.enable_grad():
+            out, _ = scaled_dot_product_attention(q, k, v, ctx.mask, is_causal=ctx.is_causal)
+            return (*torch.autograd.grad(out, (q, k, v), grad), None, None)
+"""
+MANUAL_UNWATCHED = ("            heads = _Unwatched.apply(q, k, v, mask, is_causal) if dropout_p == 0 else "
+                    "scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, dropout_p=dropout_p)[0]")
+
+
+def _manual_sdpa_behind_switched_off_watches() -> Sample:
+    def make():
+        text = reference_source("multihead.py")
+        if text.count(MANUAL) != 1:
+            raise ValueError(f"multihead.py: expected exactly one {MANUAL!r}")
+        return {"multihead.py": text.replace(MANUAL, MANUAL_UNWATCHED) + WATCHES_OFF}
+    return sample("manual-sdpa-behind-switched-off-watches", 5, make,
+                  "torch's SDPA in the manual path, the rule's watches switched off around it")
+
+
 BUGS += [
     _lru_cached_causal_mask(),
     _eval_dropout_remembered(),
+    _manual_sdpa_behind_switched_off_watches(),
     # Strides of its own for a contiguous x: right for the output of a Linear, wrong for a transposed or sliced view.
     edit("split-as-strided-contiguous", 3, "heads.py", SPLIT,
          "    D = E // num_heads\n"

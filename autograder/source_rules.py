@@ -1,0 +1,119 @@
+"""What a submission's source shows about the forbidden-call rule, read on the trusted side as text (never run).
+
+    hiding, private = read(package_dir)     # two lists of "file:line: what" evidence
+
+The rule (gateway.note_path) is checked by watches in the process that runs the student's code: a torch
+function mode and a dispatch mode note every call of torch's attention. Code in that process can switch such
+modes off (torch._C.DisableTorchFunction, torch.utils._python_dispatch._disable_current_modes, popping the mode
+stacks) and then call what it likes unseen; what the watches report then proves nothing. The source cannot hide
+from this reader: it is the data the submission consists of.
+
+- hiding: names of torch's machinery for switching its function and dispatch modes off, or popping them, used in
+  code (not in a docstring): no attention code needs them. The rule cannot be checked for
+  such a submission, so every test that ran its code counts as breaking it (suite.py), and it is flagged.
+- private: other reaches into torch's private modules and attributes (torch._C, a `_name` of a torch module).
+  Correct code may use one (F._canonical_mask, say), so these are flagged for a human, and cost nothing.
+
+A name assembled at run time (getattr(torch._C, "Disable" + "TorchFunction")) still shows as a reach into
+torch._C; one taken from elsewhere (an attribute of an object found through gc) shows as nothing here, and
+the README says so.
+"""
+from __future__ import annotations
+
+import ast
+import pathlib
+
+# torch's ways to switch its function and dispatch modes off, or to take them off their stacks: what it takes to
+# call torch's attention where the watches cannot see it. Reading the stacks, or pushing a mode of one's own (a
+# student's test that fails on F.scaled_dot_product_attention does), hides nothing: a mode's own call of a
+# function reaches the modes beneath it.
+HIDING = frozenset({
+    "DisableTorchFunction", "DisableTorchFunctionSubclass", "_disable_current_modes", "_DisableTorchDispatch",
+    "_pop_torch_function_stack", "_pop_mode", "_pop_mode_temporarily", "_unset_dispatch_mode",
+    "_set_dispatch_mode", "_ExcludeDispatchKeyGuard", "_DisableFuncTorch",
+})
+MAX_FILE_BYTES = 1 << 20   # a larger file is read this far (a hostile one must not cost the trusted side more)
+
+
+def read(package: pathlib.Path) -> tuple[list[str], list[str]]:
+    """(hiding, private): evidence in the .py files under package (sorted by path), each "file:line: what"."""
+    hiding, private = [], []
+    for path in sorted(package.rglob("*.py")):
+        if not path.is_file() or path.is_symlink():
+            continue
+        name = path.relative_to(package).as_posix()
+        with open(path, "rb") as handle:
+            text = handle.read(MAX_FILE_BYTES)
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue   # it cannot run either: its tests fail on their own
+        for line, what, hides in _evidence(tree):
+            (hiding if hides else private).append(f"{name}:{line}: {what}")
+    return hiding, private
+
+
+def _evidence(tree: ast.AST):
+    """(line, what, whether it hides calls) for each reach into torch's mode machinery or private parts."""
+    torch_names = _torch_aliases(tree)
+    docstrings = {id(node.value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for name in _imported_names(node):
+                parts = name.split(".")
+                if any(part in HIDING for part in parts):
+                    yield node.lineno, f"imports {name}", True
+                elif parts[0] == "torch" and any(_private(part) for part in parts):
+                    yield node.lineno, f"imports {name}", False
+        elif isinstance(node, ast.Attribute):
+            if node.attr in HIDING:
+                yield node.lineno, f"uses {node.attr}", True
+            elif _private(node.attr) and _root(node) in torch_names:
+                yield node.lineno, f"uses {_dotted(node)}", False
+        elif isinstance(node, ast.Name) and node.id in HIDING:
+            yield node.lineno, f"uses {node.id}", True
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            named = [name for name in HIDING if name in node.value]
+            if named:
+                yield node.lineno, f"names {named[0]} in a string", True
+            elif node.value.startswith("torch._"):
+                yield node.lineno, f"names {node.value[:60]} in a string", False
+
+
+def _torch_aliases(tree: ast.AST) -> set[str]:
+    """The names the module binds to torch or to anything imported from it."""
+    names = {"torch"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.asname or alias.name.split(".")[0] for alias in node.names
+                      if alias.name.split(".")[0] == "torch"}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch":
+            names |= {alias.asname or alias.name for alias in node.names}
+    return names
+
+
+def _imported_names(node) -> list[str]:
+    """What an import statement names, dotted in full (`from torch._C import X` -> torch._C.X)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    return [f"{node.module or ''}.{alias.name}" for alias in node.names]
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _root(node: ast.Attribute) -> str:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    parts.append(node.id if isinstance(node, ast.Name) else "…")
+    return ".".join(reversed(parts))

@@ -1,0 +1,107 @@
+"""The forbidden-call rule decided from evidence the sandbox cannot erase: the submission's source, read as text.
+
+Code that switches torch's function and dispatch modes off (the watches that see a call of torch's attention)
+makes every test that runs it break the rule; the honest idioms around those modes (a student's own test that
+pushes a TorchFunctionMode, a cache that asks whether a dispatch mode is active) cost nothing."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from autograder import source_rules
+from autograder.local_gateway import LocalGateway
+from autograder.paths import REPO
+from autograder.samples import write_submission
+from autograder.zoo.bugs import BUGS
+
+UNWATCHED = next(bug for bug in BUGS if bug.name == "manual-sdpa-behind-switched-off-watches")
+HONEST_MODES = '''"""Uses of torch's modes that hide nothing (written as a careful student did, from the handout alone).
+DisableTorchFunction named in a docstring is no use of it."""
+import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+
+
+class NoTorchSDPA(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is F.scaled_dot_product_attention:
+            raise AssertionError("the manual path called F.scaled_dot_product_attention")
+        return func(*args, **(kwargs or {}))
+
+
+def cache_is_safe():
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+    return _get_current_dispatch_mode() is None
+'''
+
+
+def test_switching_the_modes_off_is_evidence_and_the_honest_idioms_are_not(tmp_path):
+    hiding_package = write_submission(tmp_path / "hiding", overrides=UNWATCHED.overrides) / "student"
+    hiding, _private = source_rules.read(hiding_package)
+    assert any("DisableTorchFunction" in line for line in hiding)
+    assert any("_disable_current_modes" in line for line in hiding)
+
+    honest = write_submission(tmp_path / "honest") / "student"
+    (honest / "own_checks.py").write_text(HONEST_MODES)
+    hiding, private = source_rules.read(honest)
+    assert hiding == []
+    assert private == ["own_checks.py:16: imports torch.utils._python_dispatch._get_current_dispatch_mode"]
+
+
+@pytest.mark.parametrize("code", [
+    "import torch\nwith torch._C.DisableTorchFunction():\n    pass\n",
+    "from torch._C import DisableTorchFunction as D\n",
+    "import torch\nguard = getattr(torch._C, 'DisableTorchFunction')\n",
+    "import torch.utils._python_dispatch as d\nd._pop_mode()\n",
+], ids=["attribute", "import-as", "getattr-string", "pop-a-mode"])
+def test_each_way_of_naming_the_switch_is_found(tmp_path, code):
+    (tmp_path / "attack.py").write_text(code)
+    hiding, _ = source_rules.read(tmp_path)
+    assert hiding and hiding[0].startswith("attack.py:")
+
+
+@pytest.fixture
+def fresh_import():
+    saved_path = list(sys.path)
+    saved = {n: m for n, m in sys.modules.items() if n.split(".")[0] == "student"}
+    yield
+    sys.path[:] = saved_path
+    for name in [n for n in sys.modules if n.split(".")[0] == "student"]:
+        del sys.modules[name]
+    sys.modules.update(saved)
+
+
+def test_hidden_calls_break_the_rule_in_every_test_that_runs_the_code(tmp_path, monkeypatch, fresh_import):
+    """With the defence off (no source read), the watches see nothing and the forbidden path passes unflagged."""
+    write_submission(tmp_path / "hiding", overrides=UNWATCHED.overrides)
+    spec = _manual_module_call()
+
+    monkeypatch.setattr(source_rules, "read", lambda _package: ([], []))
+    blind = LocalGateway(str(tmp_path / "hiding"))
+    blind.test = "test_a"
+    blind.run_module(spec)
+    assert blind.forbidden == {} and blind.flags == [], "the attack no longer hides: this test proves nothing"
+
+    monkeypatch.undo()
+    for name in [n for n in sys.modules if n.split(".")[0] == "student"]:
+        del sys.modules[name]
+    seeing = LocalGateway(str(tmp_path / "hiding"))
+    seeing.test = "test_a"
+    seeing.run_module(spec)
+    assert "switches off the modes" in seeing.forbidden["test_a"]
+    assert any(flag.startswith("forbidden call: the submission's code switches off") for flag in seeing.flags)
+
+
+def _manual_module_call():
+    import torch
+
+    from autograder.gateway import ModuleSpec
+    from grading_tests import oracle
+    return ModuleSpec(init_kwargs={"embed_dim": 4, "num_heads": 2}, state_dict=oracle.random_state(4, True, 1),
+                      forward_kwargs={"x": torch.randn(2, 3, 4)})
+
+
+def test_the_handout_and_the_reference_hold_no_evidence():
+    for package in (REPO / "student", REPO / "assignment" / "reference"):
+        assert source_rules.read(package) == ([], [])
