@@ -147,17 +147,21 @@ class Gateway(ABC):
         self.forbidden: dict[str, str] = {}
         self.test = ""
         self.stopped = ""
-        self.hiding = ""   # why the watches of the forbidden-call rule may have been blind (note_source)
+        self.hiding = ""   # why the watches of the forbidden-call rule may have been blind (note_source) ...
+        self.hiding_parts: set[int] = set()   # ... in the tests of these parts
 
     def note_source(self, package) -> None:
         """What the submission's source (package: its student/ folder) shows about the forbidden-call rule, read
-        as text (source_rules.py): code that switches torch's function or dispatch modes off makes every test that
-        runs its code break the rule; other reaches into torch's private parts are only flagged."""
+        as text (source_rules.py): code that switches torch's function or dispatch modes off makes every test of
+        the parts that run it break the rule; other reaches into torch's private parts are only flagged."""
         hiding, private = source_rules.read(pathlib.Path(package))
         if hiding:
             self.hiding = (f"the submission's code switches off the modes that watch torch's calls ({hiding[0]}), "
                            f"so no test can tell which path it took")
-            self.flags.append(f"forbidden call: {self.hiding}; every test that runs its code earns no points")
+            self.hiding_parts = source_rules.parts_running(hiding)
+            parts = ", ".join(map(str, sorted(self.hiding_parts)))
+            self.flags.append(f"forbidden call: {self.hiding}; no test of Part(s) {parts}, which run that code, "
+                              f"earns points")
         if private:
             shown = "; ".join(private[:3]) + (" ..." if len(private) > 3 else "")
             self.flags.append(f"reaches torch's private parts (a look, not a cost): {shown}")
@@ -192,8 +196,6 @@ class Gateway(ABC):
         step, or a fused path that never called F.scaled_dot_product_attention, and note it against the running
         test."""
         torchs = [call for call in calls if not call.startswith(WENT_THROUGH)]
-        if self.hiding:
-            self.forbidden.setdefault(self.test, self.hiding)
         if path == "manual" and torchs:
             why = f"the manual path called torch's {torchs[0]}, which the handout forbids there"
         elif path == "fused" and FUSED_STEP and WENT_THROUGH + FUSED_STEP not in calls:

@@ -9,8 +9,9 @@ stacks) and then call what it likes unseen; what the watches report then proves 
 from this reader: it is the data the submission consists of.
 
 - hiding: names of torch's machinery for switching its function and dispatch modes off, or popping them, used in
-  code (not in a docstring): no attention code needs them. The rule cannot be checked for
-  such a submission, so every test that ran its code counts as breaking it (suite.py), and it is flagged.
+  code (not in a docstring): no attention code needs them. The rule cannot be checked where that code runs, so
+  every test of the parts that run the file holding it (parts_running) counts as breaking it (suite.py), and it
+  is flagged.
 - private: other reaches into torch's private modules and attributes (torch._C, a `_name` of a torch module).
   Correct code may use one (F._canonical_mask, say), so these are flagged for a human, and cost nothing.
 
@@ -23,6 +24,8 @@ from __future__ import annotations
 import ast
 import pathlib
 
+from assignment.spec import SPEC
+
 # torch's ways to switch its function and dispatch modes off, or to take them off their stacks: what it takes to
 # call torch's attention where the watches cannot see it. Reading the stacks, or pushing a mode of one's own (a
 # student's test that fails on F.scaled_dot_product_attention does), hides nothing: a mode's own call of a
@@ -33,6 +36,21 @@ HIDING = frozenset({
     "_set_dispatch_mode", "_ExcludeDispatchKeyGuard", "_DisableFuncTorch",
 })
 MAX_FILE_BYTES = 1 << 20   # a larger file is read this far (a hostile one must not cost the trusted side more)
+
+
+def parts_running(evidence: list[str]) -> set[int]:
+    """The parts whose tests run the files named in evidence ("file:line: what"): a graded module's own parts and
+    the parts that build on them; any other file may be imported by any module, so every part."""
+    parts: set[int] = set()
+    for line in evidence:
+        module = line.split(":", 1)[0].removesuffix(".py")
+        names = {name for name, home in SPEC.exports.items() if home == module}
+        if not names:
+            return set(SPEC.numbers)
+        own = {part.number for part in SPEC.parts if any(qualname.split(".")[0] in names for qualname in part.names)}
+        for number in own:
+            parts |= {number, *SPEC.parts_using(number)}
+    return parts
 
 
 def read(package: pathlib.Path) -> tuple[list[str], list[str]]:

@@ -83,11 +83,15 @@ class GradingPlugin:
 
     # ---------------------------------------------------------------- the result
     def forbidden(self) -> dict[str, str]:
-        """Test id -> why its path broke the forbidden-call rule (every gateway of the session)."""
+        """Test id -> why its path broke the forbidden-call rule (every gateway of the session), or why the rule
+        cannot be checked there (a test of a part that runs code switching the rule's watches off)."""
         found: dict[str, str] = {}
         for gateway in self.gateways:
             for test, why in gateway.forbidden.items():
                 found.setdefault(test, why)
+            for test, (part, _weight) in self._marks.items():   # the watches may have been blind there
+                if part in gateway.hiding_parts:
+                    found.setdefault(test, gateway.hiding)
         return found
 
     def report(self) -> Report:

@@ -201,12 +201,12 @@ def test_the_flags_column_names_what_an_instructor_should_look_at(zoo):
 
 def test_hiding_a_forbidden_call_gains_nothing_over_calling_it_openly(zoo):
     """The open call costs the tests that ran it; code that switches a watch off is seen in its source (read as
-    text on the trusted side), and then no test that runs it earns points."""
+    text on the trusted side), and then no test of the parts that run it (5 and 6 for multihead.py) earns points."""
     rows = zoo.rows()
-    twin = rows["bug-sdpa-in-manual-path"]
+    twin, cheat = rows["bug-sdpa-in-manual-path"], rows["cheat-sdpa-hidden-from-the-watch"]
     assert "forbidden call" in twin["flags"] and twin["score"] < rows["reference"]["score"] == 100.0
-    cheat = rows["cheat-sdpa-hidden-from-the-watch"]
-    assert "switches off the modes" in cheat["flags"] and cheat["score"] == 0.0
+    assert "switches off the modes" in cheat["flags"] and cheat["score"] <= twin["score"]
+    assert cheat["part5"] == cheat["part6"] == 0.0 and cheat["part1"] == rows["reference"]["part1"]
 
 
 def sandbox_users_leftovers(mine: str) -> dict[str, list]:

@@ -72,7 +72,7 @@ def fresh_import():
     sys.modules.update(saved)
 
 
-def test_hidden_calls_break_the_rule_in_every_test_that_runs_the_code(tmp_path, monkeypatch, fresh_import):
+def test_hidden_calls_break_the_rule_in_the_parts_that_run_the_code(tmp_path, monkeypatch, fresh_import):
     """With the defence off (no source read), the watches see nothing and the forbidden path passes unflagged."""
     write_submission(tmp_path / "hiding", overrides=UNWATCHED.overrides)
     spec = _manual_module_call()
@@ -87,10 +87,14 @@ def test_hidden_calls_break_the_rule_in_every_test_that_runs_the_code(tmp_path, 
     for name in [n for n in sys.modules if n.split(".")[0] == "student"]:
         del sys.modules[name]
     seeing = LocalGateway(str(tmp_path / "hiding"))
-    seeing.test = "test_a"
-    seeing.run_module(spec)
-    assert "switches off the modes" in seeing.forbidden["test_a"]
+    assert "switches off the modes" in seeing.hiding and seeing.hiding_parts == {5, 6}
     assert any(flag.startswith("forbidden call: the submission's code switches off") for flag in seeing.flags)
+
+
+def test_the_parts_charged_are_those_that_run_the_file():
+    assert source_rules.parts_running(["masking.py:3: uses DisableTorchFunction"]) == {2, 5, 6}
+    assert source_rules.parts_running(["multihead.py:3: uses DisableTorchFunction"]) == {5, 6}
+    assert source_rules.parts_running(["helpers.py:3: uses DisableTorchFunction"]) == {1, 2, 3, 4, 5, 6}
 
 
 def _manual_module_call():

@@ -94,7 +94,7 @@ class MultiHeadAttention(nn.Module):
         instructor sees it flagged. Code that switches off torch's function or
         dispatch modes (torch._C.DisableTorchFunction, _disable_current_modes,
         popping the mode stacks) hides which path ran, so with it no hidden test
-        that runs your code earns points.
+        of the parts that run that code earns points.
 
         Rules (the grader checks each one):
             - Works in float16, bfloat16, float32 and float64 (after module.to(dtype));

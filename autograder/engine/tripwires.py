@@ -34,7 +34,10 @@ class Tripwires:
         self.stdlib = (*{os.path.realpath(sysconfig.get_paths()[key]).rstrip(os.sep) + os.sep
                          for key in ("stdlib", "platstdlib")}, "<frozen")
         self.roots = tuple(os.path.realpath(path).rstrip(os.sep) + os.sep for path in [submission, *readable])
-        self.modules = modules          # the engine's own sandbox modules, by name
+        # The functions of the engine's own sandbox modules, listed once (a drain after every call reads only
+        # these: walking every module each time took a quarter of the sandbox's own time per call)
+        self.engine = [(f"{module_name}.{name}", module, name) for module_name, module in modules.items()
+                       for name, value in vars(module).items() if callable(value) and not name.startswith("__")]
         self.notes: list[str] = []
         self.busy = False
         self.fingerprint = self._fingerprint()
@@ -62,10 +65,9 @@ class Tripwires:
             target = _resolve(owner)
             for name in names:
                 found[f"{owner}.{name}"] = id(getattr(target, name, None))
-        for module_name, module in self.modules.items():
-            for name, value in vars(module).items():
-                if callable(value) and not name.startswith("__"):
-                    found[f"{module_name}.{name}"] = id(getattr(value, "__code__", value))
+        for key, module, name in self.engine:
+            value = getattr(module, name, None)
+            found[key] = id(getattr(value, "__code__", value))
         return found
 
     def _hook(self, event: str, args: tuple) -> None:
