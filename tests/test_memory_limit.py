@@ -259,7 +259,10 @@ def test_the_outcome_carries_the_largest_peak_of_its_sandboxes(graded, tmp_path)
 @pytest.mark.slow
 @needs_memcg
 def test_the_groups_of_a_killed_run_are_removed_by_the_next_run(tmp_path):
-    write_submission(tmp_path / "class" / "reference")
+    # A submission that waits at import: the run is surely still going when it is killed (a quick one could
+    # finish, and remove its own group, between the look below and the kill).
+    package = write_submission(tmp_path / "class" / "reference") / "student"
+    (package / "__init__.py").write_text((package / "__init__.py").read_text() + "\nimport time\ntime.sleep(3600)\n")
     batch = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(tmp_path / "class"), "--out",
                               str(tmp_path / "out")], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     group = os.path.join(memcg.own_group(), f"{memcg.RUN_PREFIX}{batch.pid}")
