@@ -27,7 +27,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from autograder.adversarial import read_rows, remove_planted, verify, write_adversarial_zoo  # noqa: E402
-from tests.test_engine import clean_up_after  # noqa: E402
+from tests.test_engine import MEMORY_GB, TIMEOUT, clean_up_after  # noqa: E402
 from tests.test_engine_isolation import deny_namespaces_and_landlock  # noqa: E402
 
 NOBODY = 65534
@@ -54,7 +54,7 @@ def grade_in(mode: str, scratch: pathlib.Path) -> tuple[list[str], str, float]:
     started = time.monotonic()
     try:
         proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(root), "--out", str(out),
-                               "--workers", "2", "--timeout", "3", "--memory-gb", "1", "--no-similarity"],
+                               "--workers", "2", "--timeout", TIMEOUT, "--memory-gb", MEMORY_GB, "--no-similarity"],
                               cwd=REPO, capture_output=True, text=True, preexec_fn=preexec,
                               env={**os.environ, "HOME": str(scratch / mode)})
         seconds = time.monotonic() - started
@@ -69,8 +69,11 @@ def grade_in(mode: str, scratch: pathlib.Path) -> tuple[list[str], str, float]:
 
 def user_cannot_run() -> str:
     """Why the ordinary user cannot run this checkout's Python on the repository ("" when it can)."""
-    proc = subprocess.run([sys.executable, "-c", "import autograder"], cwd="/", capture_output=True, text=True,
-                          preexec_fn=as_nobody, env={"PYTHONPATH": str(REPO)})
+    try:
+        proc = subprocess.run([sys.executable, "-c", "import autograder"], cwd="/", capture_output=True, text=True,
+                              preexec_fn=as_nobody, env={"PYTHONPATH": str(REPO)})
+    except OSError as error:
+        return str(error)
     return "" if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["no output"])[-1]
 
 

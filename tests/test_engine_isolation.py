@@ -114,6 +114,33 @@ def test_in_a_container_that_refuses_namespaces_the_engine_degrades_and_says_so(
     assert f"isolation: {line}" in proc.stdout
 
 
+@as_root
+def test_in_a_container_ipc_objects_do_not_outlive_the_sandbox(tmp_path):
+    """Without an IPC namespace of its own a box's System V objects and POSIX queues would outlive it (they did):
+    the worker removes what its user owns, and the box may make no POSIX queue at all (RLIMIT_MSGQUEUE 0)."""
+    from autograder import adversarial
+    from tests.test_engine import clean_up_after
+    root = tmp_path / "zoo"
+    root.mkdir()
+    context = adversarial.base.Context(root, adversarial.markers_folder(root))
+    context.markers.mkdir(mode=0o700)
+    chosen = [entry for entry in adversarial.entries(root) if entry.expectation.name in
+              ("reference", "escape-outlive-the-sandbox")]
+    for entry in chosen:
+        entry.write(root / entry.expectation.name, context)
+    expectations = [entry.expectation for entry in chosen]
+    try:
+        proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(root), "--out", str(tmp_path / "out"),
+                               "--no-similarity"], cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S,
+                              preexec_fn=deny_namespaces_and_landlock)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "no ipc (refused" in read_rows(tmp_path / "out")["reference"]["isolation"]
+        assert adversarial.verify(expectations, tmp_path / "out") == []
+    finally:
+        clean_up_after(expectations)
+        adversarial.remove_planted(root)
+
+
 # ---------------------------------------------------------------- clean-up never acts as root on a student's path
 
 @as_root

@@ -36,17 +36,18 @@ class Expectation:
     no_better_than: str | None = None        # its total is at most this row's (a cheat against its honest twin)
     secret: str = ""                         # appears nowhere: its row, its flags, its results file
     flag_free: bool = False                  # its row has no flag at all (a flag must mean the student did it)
-    needs_layer: str = ""                    # the one layer that can stop it: where the run's isolation line says
-                                             # the kernel would not give it, only that honesty is required
+    needs_layer: str = ""                    # the layers that can stop it ("mnt,landlock": either): where the
+                                             # run's isolation line says the kernel gave none, only honesty is asked
 
     def problems(self, row: dict | None, baseline_row: dict | None, result: pathlib.Path,
                  twin_row: dict | None = None) -> list[str]:
         if row is None:
             return [f"{self.name}: no row in grades.csv"]
         isolation = row.get("isolation", "")
-        if self.needs_layer and f"no {self.needs_layer} (" in isolation \
-                and f"no {self.needs_layer} (switched off" not in isolation:
-            return []   # the row says the kernel would not give the layer: nothing else can be promised
+        layers = [layer for layer in self.needs_layer.split(",") if layer]
+        if layers and all(f"no {layer} (" in isolation and f"no {layer} (switched off" not in isolation
+                          for layer in layers):
+            return []   # the row says the kernel would give none of the layers: nothing else can be promised
         text = result.read_text(errors="replace") if result.exists() else None
         found = []
         if row["status"] != self.status:

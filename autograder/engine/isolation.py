@@ -32,6 +32,7 @@ AUTOGRADER_SANDBOX_LAYERS_OFF=pid,landlock,... switches layers off (to see the e
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import platform
@@ -58,6 +59,7 @@ BOUND_TO_TMP = ("/var/tmp", "/dev/shm", "/run/lock", "/var/lock")   # those that
 SYSTEM_LIBRARIES = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib", "/etc/ld.so.cache")
 # Where a box without its own mounts can leave files (cleaned as its own user afterwards).
 SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")
+IPC_RMID = 0   # shmctl, msgctl, semctl: remove the object
 
 
 class IsolationError(OSError):
@@ -479,6 +481,24 @@ def clean_shared_folders(uid: int) -> None:
         for root in SHARED_WRITABLE:
             _remove_entries_of(root, uid)
     as_user(uid, sweep)
+
+
+def remove_ipc_of(uid: int) -> None:
+    """Without an IPC namespace of its own: remove the System V shared memory, queues and semaphore sets the box's
+    user owns (read from /proc/sysvipc; root may remove any). Its POSIX queues cannot exist (RLIMIT_MSGQUEUE 0)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for kind, remove in (("shm", lambda ident: libc.shmctl(ident, IPC_RMID, None)),
+                         ("msg", lambda ident: libc.msgctl(ident, IPC_RMID, None)),
+                         ("sem", lambda ident: libc.semctl(ident, 0, IPC_RMID))):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as handle:
+                header, *lines = handle.read().splitlines()
+        except OSError:
+            continue
+        columns = header.split()
+        for fields in (line.split() for line in lines):
+            if len(fields) == len(columns) and int(fields[columns.index("uid")]) == uid:
+                remove(int(fields[1]))
 
 
 def as_user(uid: int, action) -> None:

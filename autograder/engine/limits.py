@@ -65,7 +65,10 @@ def apply_sandbox_limits(limits: Limits) -> None:
     """rlimits of a sandbox (inherited by everything it forks), just before student code runs."""
     _set([(resource.RLIMIT_NPROC, limits.max_processes), (resource.RLIMIT_FSIZE, limits.max_file_bytes),
           (resource.RLIMIT_NOFILE, limits.max_open_files), (resource.RLIMIT_CORE, 0),
-          (resource.RLIMIT_CPU, int(limits.budget) + 5), (_memory_limit(), limits.memory_bytes)])
+          (resource.RLIMIT_CPU, int(limits.budget) + 5), (_memory_limit(), limits.memory_bytes),
+          # No POSIX message queue at all: without an IPC namespace of its own one would outlive the box, and
+          # nothing lists them where /dev/mqueue is not mounted (System V objects are swept by their owner)
+          (resource.RLIMIT_MSGQUEUE, 0)])
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # an over-long write fails instead of killing
 
 

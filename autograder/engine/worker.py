@@ -242,6 +242,8 @@ class Boxes:
                 processes.kill_children_except({self.trusted_pid, *self.live})
         if box.uid is not None and not (self.plan.has("mnt") and self.plan.has("landlock")):
             isolation.clean_shared_folders(box.uid)   # as its own user: nothing else can be touched
+        if box.uid is not None and not self.plan.has("ipc"):
+            isolation.remove_ipc_of(box.uid)
         if not self.plan.has("mnt"):
             isolation.clean_folder(box.scratch, box.uid)
 
