@@ -91,7 +91,7 @@ def main(argv=None) -> int:
         run = batch.grade_all(args.paths, args.out, workers=args.workers, limits=limits, keep=args.keep,
                               private=args.private, force=args.force, regrade=args.regrade, repeat=args.repeat, due=due,
                               similarity_report=args.similarity_report, exports=args.exports)
-    except (FileNotFoundError, KeyError) as error:
+    except (FileNotFoundError, KeyError, batch.SetupError) as error:
         print(f"grade: {error.args[0] if isinstance(error, KeyError) else error}", file=sys.stderr)
         return 2
     except submissions.SubmissionError as error:

@@ -318,3 +318,19 @@ def test_a_sandbox_started_after_hidden_calls_reports_no_import_text_of_its_own(
             assert LEAK in reported, reported
         else:
             assert LEAK not in reported and not any(LEAK in error.message for error in errors), (reported, errors)
+
+
+@as_root
+def test_a_python_reached_through_a_link_under_tmp_is_refused_with_its_real_place(tmp_path):
+    """Each sandbox's private /tmp hides a link there: torch's modules loaded on demand would not be found, and the
+    reference scored 0. The batch refuses before grading anything and names the environment's real place."""
+    linked = tmp_path / "venv"
+    linked.symlink_to(os.path.realpath(sys.prefix), target_is_directory=True)
+    write_submission(tmp_path / "class" / "reference")
+    proc = subprocess.run([str(linked / "bin" / os.path.basename(sys.executable)), "-m", "autograder", "grade",
+                           str(tmp_path / "class"), "--out", str(tmp_path / "out")], cwd=REPO, capture_output=True,
+                          text=True, timeout=SAFETY_NET_S)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert f"reached through {linked}" in proc.stderr
+    assert os.path.join(os.path.realpath(sys.prefix), "bin") in proc.stderr
+    assert not (tmp_path / "out" / "grades.csv").exists()

@@ -7,6 +7,7 @@ import os
 import pathlib
 import select
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, field
 
@@ -49,6 +50,10 @@ def isolation_note(plan: isolation.Plan, out: pathlib.Path, paths: list[str], so
         return note
     leaks = isolation.readable_by_stranger([p for p in [*SECRETS, *closed] if p.exists()])
     return note + ("; the sandbox can read " + ", ".join(leaks) if leaks else "")
+
+
+class SetupError(Exception):
+    """The machine or installation cannot grade fairly as it is set up: says what to change."""
 
 
 @dataclass
@@ -94,6 +99,12 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
     suite = changes.graded_with(limits)
     try:
         plan = isolation.probe(sandbox_root)   # while the template imports torch
+        linked = isolation.linked_through_box_tmp() if plan.has("mnt") else []
+        if linked:
+            raise SetupError(f"this Python is reached through {linked[0]}, which each sandbox's private /tmp hides "
+                             f"(torch would fail to load parts of itself there and correct code would lose points): "
+                             f"run the engine from the environment's real place, "
+                             f"{os.path.join(os.path.realpath(sys.prefix), 'bin', os.path.basename(sys.executable))}")
         template.set_plan(plan)
         (out / "results").mkdir(parents=True, exist_ok=True)
         done, taken = gradebook.load_done(out)

@@ -433,6 +433,16 @@ def _bound_ipc(limits: Limits) -> None:
                 handle.write(f"{value}\n")
 
 
+def linked_through_box_tmp() -> list[str]:
+    """This Python's import paths (and the executable's) that are reached through a link under a folder the box
+    covers with its private tmpfs (/tmp, /var/tmp, /dev/shm: a virtual environment linked from /tmp): inside a
+    box such a path leads nowhere, so torch's modules loaded on demand cannot be found there (an installation
+    that really lies under /tmp is bound back into the box; a link to one elsewhere is not)."""
+    covered = (BOX_TMP, *BOUND_TO_TMP)
+    return [path for path in (sys.executable, sys.prefix, *sys.path)
+            if path and os.path.realpath(path) != path and any(path.startswith(folder + os.sep) for folder in covered)]
+
+
 def installation_roots() -> list[str]:
     """The Python installation: its prefixes (stdlib, site-packages, torch's libraries), real paths."""
     roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
