@@ -146,8 +146,10 @@ def entries(context: Context) -> list[Entry]:
                           score=0.0, message="refused", flag="tampering with the sandbox"),
               cheat_with("huge_frame")),
         Entry(Expectation("escape-outlive-the-sandbox", "abuse", "graded",
-                          "System V shared memory and queues, a POSIX queue, files in /run/lock and /dev/shm",
-                          baseline="reference", defence="ipc", forbidden_paths=files[:4],
+                          "System V shared memory and queues, a POSIX queue, files in /run/lock and /dev/shm (stopped "
+                          "by its own IPC namespace, or where the kernel gives none, by its own user: what that "
+                          "user owns is removed, and it may make no POSIX queue)",
+                          baseline="reference", defence="ipc,uid", forbidden_paths=files[:4],
                           forbidden_ipc_key=ipc_key(context), forbidden_queue=f"/{litter}-mq"),
               at_import("outlive", solution=True), needs_root=True),
         Entry(Expectation("escape-detached-busy-processes", "abuse", "graded",
