@@ -334,3 +334,21 @@ def test_a_python_reached_through_a_link_under_tmp_is_refused_with_its_real_plac
     assert f"reached through {linked}" in proc.stderr
     assert os.path.join(os.path.realpath(sys.prefix), "bin") in proc.stderr
     assert not (tmp_path / "out" / "grades.csv").exists()
+
+
+def test_only_a_link_under_tmp_to_elsewhere_is_taken_for_a_hidden_installation(tmp_path, monkeypatch):
+    """A virtual environment that really lies under /tmp is bound back into each box (and grades: the fresh-clone
+    CI runs from /tmp); its bin/python links to the base interpreter, which must not count. A link under /tmp to
+    an environment elsewhere leads nowhere in a box."""
+    real = tmp_path / "venv" / "lib" / "site-packages"
+    real.mkdir(parents=True)
+    (tmp_path / "venv" / "bin").mkdir()
+    (tmp_path / "venv" / "bin" / "python").symlink_to(os.path.realpath(sys.executable))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "venv" / "bin" / "python"))
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))
+    monkeypatch.setattr(sys, "path", [str(real)])
+    assert isolation.linked_through_box_tmp() == []
+    link = tmp_path / "linked"
+    link.symlink_to(os.path.realpath(REPO), target_is_directory=True)
+    monkeypatch.setattr(sys, "path", [str(real), str(link)])
+    assert isolation.linked_through_box_tmp() == [str(link)]
