@@ -160,8 +160,7 @@ class Gateway(ABC):
                            f"so no test can tell which path it took")
             self.hiding_parts = source_rules.parts_running(hiding)
             parts = ", ".join(map(str, sorted(self.hiding_parts)))
-            self.flags.append(f"forbidden call: {self.hiding}; no test of Part(s) {parts}, which run that code, "
-                              f"earns points")
+            self.flags.append(f"forbidden call: {self.hiding} (Part(s) {parts} run that code)")
         if private:
             shown = "; ".join(private[:3]) + (" ..." if len(private) > 3 else "")
             self.flags.append(f"reaches torch's private parts (a look, not a cost): {shown}")
