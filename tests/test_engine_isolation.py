@@ -338,8 +338,8 @@ def test_a_python_reached_through_a_link_under_tmp_is_refused_with_its_real_plac
 
 def test_only_a_link_under_tmp_to_elsewhere_is_taken_for_a_hidden_installation(tmp_path, monkeypatch):
     """A virtual environment that really lies under /tmp is bound back into each box (and grades: the fresh-clone
-    CI runs from /tmp); its bin/python links to the base interpreter, which must not count. A link under /tmp to
-    an environment elsewhere leads nowhere in a box."""
+    CI runs from /tmp); its bin/python links to the base interpreter, which must not count. A link under /tmp
+    leads nowhere in a box, wherever it points (the fresh-clone CI links to a venv that is itself in /tmp)."""
     real = tmp_path / "venv" / "lib" / "site-packages"
     real.mkdir(parents=True)
     (tmp_path / "venv" / "bin").mkdir()
@@ -348,7 +348,8 @@ def test_only_a_link_under_tmp_to_elsewhere_is_taken_for_a_hidden_installation(t
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))
     monkeypatch.setattr(sys, "path", [str(real)])
     assert isolation.linked_through_box_tmp() == []
-    link = tmp_path / "linked"
-    link.symlink_to(os.path.realpath(REPO), target_is_directory=True)
-    monkeypatch.setattr(sys, "path", [str(real), str(link)])
-    assert isolation.linked_through_box_tmp() == [str(link)]
+    elsewhere, beside = tmp_path / "linked", tmp_path / "linked-beside"
+    elsewhere.symlink_to(os.path.realpath(REPO), target_is_directory=True)
+    beside.symlink_to(real, target_is_directory=True)   # a link to a real place that is under /tmp too
+    monkeypatch.setattr(sys, "path", [str(real), str(elsewhere), str(beside)])
+    assert isolation.linked_through_box_tmp() == [str(elsewhere), str(beside)]

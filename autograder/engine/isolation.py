@@ -435,12 +435,13 @@ def _bound_ipc(limits: Limits) -> None:
 
 def linked_through_box_tmp() -> list[str]:
     """This Python's prefix and import paths that lie under a folder the box covers with its private tmpfs (/tmp,
-    /var/tmp, /dev/shm) but lead, through a link, to somewhere else (a virtual environment linked from /tmp):
-    inside a box such a path leads nowhere, so torch's modules loaded on demand cannot be found there. (An
-    installation that really lies under /tmp is bound back into the box at its place: that one works.)"""
+    /var/tmp, /dev/shm) and go through a link (a virtual environment linked from /tmp, to anywhere): inside a box
+    such a path leads nowhere, so torch's modules loaded on demand cannot be found there. An installation that
+    really lies under /tmp is bound back into the box at its real place: that one grades. (The executable is not
+    asked: a venv's bin/python is a link to its base interpreter, and nothing in a box runs it.)"""
     def covered(path: str) -> bool:
         return any(path == folder or path.startswith(folder + os.sep) for folder in (BOX_TMP, *BOUND_TO_TMP))
-    return [path for path in (sys.prefix, *sys.path) if path and covered(path) and not covered(os.path.realpath(path))]
+    return [path for path in (sys.prefix, *sys.path) if path and covered(path) and os.path.realpath(path) != path]
 
 
 def installation_roots() -> list[str]:
