@@ -71,11 +71,11 @@ def ask(student: Gateway, marks: dict) -> dict[str, Opinions | BaseException]:
     return results
 
 
-def _as_test(student: Gateway, nodeid: str, ask):
-    """ask(student) as the test nodeid would make it: its answer, or the exception it raised (kept for the test)."""
+def _as_test(student: Gateway, nodeid: str, call):
+    """call(student) as the test nodeid would make it: its answer, or the exception it raised (kept for the test)."""
     running, student.test = student.test, nodeid
     try:
-        return ask(student)
+        return call(student)
     except (Exception, pytest.fail.Exception, pytest.skip.Exception) as error:   # noqa: BLE001 - raised in its test
         return error.with_traceback(None)
     finally:
