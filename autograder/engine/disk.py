@@ -22,26 +22,26 @@ ENTRY_BYTES = 4096   # what an entry costs the disk at least (an inode, a block 
 
 def held(scratch: str, uid: int | None, limit: int) -> int:
     """The bytes the box holds on disk, counted until past limit (then a number above it)."""
-    total = _walk(scratch, lambda _entry: True, limit)
+    total = _walk(scratch, limit)
     if uid is not None:
         for root in SHARED_WRITABLE:
             if total > limit:
                 break
-            total += _walk(root, lambda entry, uid=uid: entry.st_uid == uid, limit - total, top_only_filter=True)
+            total += _walk(root, limit - total, owner=uid)
     return total
 
 
-def _walk(path: str, counts, limit: int, *, top_only_filter: bool = False) -> int:
-    """Bytes under the folder at path (its top-level entries filtered by counts when top_only_filter)."""
+def _walk(path: str, limit: int, *, owner: int | None = None) -> int:
+    """Bytes under the folder at path (owner: only its top-level entries that this user owns)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
         return 0
-    return _folder(fd, counts if top_only_filter else None, limit)
+    return _folder(fd, owner, limit)
 
 
-def _folder(fd: int, counts, limit: int) -> int:
-    """Bytes of the entries of the open folder fd (closed here); counts: which top entries are the box's."""
+def _folder(fd: int, owner: int | None, limit: int) -> int:
+    """Bytes of the entries of the open folder fd (closed here); owner: count only the entries this user owns."""
     total = 0
     try:
         with os.scandir(fd) as entries:
@@ -50,7 +50,7 @@ def _folder(fd: int, counts, limit: int) -> int:
                     info = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                if counts is not None and not counts(info):
+                if owner is not None and info.st_uid != owner:
                     continue
                 total += info.st_blocks * 512 + ENTRY_BYTES
                 if stat.S_ISDIR(info.st_mode) and total <= limit:
