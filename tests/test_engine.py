@@ -223,12 +223,8 @@ def sandbox_users_leftovers(mine: str) -> dict[str, list]:
                 processes.append(f"{pid}: {command[:120]}")
         except OSError:
             continue
-    ipc = []
-    for kind in ("shm", "msg", "sem"):
-        lines = pathlib.Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
-        header = lines[0].split()
-        owner = header.index("uid")
-        ipc += [f"{kind} {line}" for line in lines[1:] if line.split() and int(line.split()[owner]) >= first]
+    ipc = [f"{found.kind} {found.ident} of uid {found.uid}" for found in isolation.sysv_ipc_objects()
+           if found.uid >= first]
     files = []
     for folder in isolation.SHARED_WRITABLE:
         for root, dirs, names in os.walk(folder):

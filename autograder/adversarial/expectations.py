@@ -7,6 +7,7 @@ import os
 import pathlib
 from dataclasses import dataclass
 
+from autograder.engine import isolation
 from autograder.engine.sanitize import FORMULA_STARTS
 from autograder.scoring import PART_POINTS
 
@@ -127,15 +128,7 @@ def result_files(out) -> dict[str, pathlib.Path]:
 
 def ipc_objects_with_key(key: int) -> list[str]:
     """System V shared-memory segments, queues and semaphore sets with this key, as the host sees them."""
-    found = []
-    for kind in ("shm", "msg", "sem"):
-        try:
-            with open(f"/proc/sysvipc/{kind}") as handle:
-                lines = handle.read().splitlines()[1:]
-        except OSError:
-            continue
-        found += [f"{kind} {line.split()[1]}" for line in lines if line.split() and int(line.split()[0]) == key]
-    return found
+    return [f"{found.kind} {found.ident}" for found in isolation.sysv_ipc_objects() if found.key == key]
 
 
 def posix_queue_exists(name: str, *, remove: bool = False) -> bool:

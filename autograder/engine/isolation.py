@@ -494,22 +494,40 @@ def clean_shared_folders(uid: int) -> None:
     as_user(uid, sweep)
 
 
-def remove_ipc_of(uid: int) -> None:
-    """Without an IPC namespace of its own: remove the System V shared memory, queues and semaphore sets the box's
-    user owns (read from /proc/sysvipc; root may remove any). Its POSIX queues cannot exist (RLIMIT_MSGQUEUE 0)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    for kind, remove in (("shm", lambda ident: libc.shmctl(ident, IPC_RMID, None)),
-                         ("msg", lambda ident: libc.msgctl(ident, IPC_RMID, None)),
-                         ("sem", lambda ident: libc.semctl(ident, 0, IPC_RMID))):
+@dataclass(frozen=True)
+class IpcObject:
+    kind: str    # "shm", "msg" or "sem"
+    key: int
+    ident: int
+    uid: int     # its owner
+
+
+def sysv_ipc_objects() -> list[IpcObject]:
+    """Every System V shared-memory segment, message queue and semaphore set the host lists (/proc/sysvipc)."""
+    found = []
+    for kind in ("shm", "msg", "sem"):
         try:
             with open(f"/proc/sysvipc/{kind}") as handle:
                 header, *lines = handle.read().splitlines()
-        except OSError:
+        except (OSError, ValueError):
             continue
         columns = header.split()
-        for fields in (line.split() for line in lines):
-            if len(fields) == len(columns) and int(fields[columns.index("uid")]) == uid:
-                remove(int(fields[1]))
+        key, ident, owner = columns.index("key"), 1, columns.index("uid")   # the id column is shmid, msqid, semid
+        found += [IpcObject(kind, int(fields[key]), int(fields[ident]), int(fields[owner]))
+                  for fields in map(str.split, lines) if len(fields) == len(columns)]
+    return found
+
+
+def remove_ipc_of(uid: int) -> None:
+    """Without an IPC namespace of its own: remove the System V shared memory, queues and semaphore sets the box's
+    user owns (root may remove any). Its POSIX queues cannot exist (RLIMIT_MSGQUEUE 0)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    remove = {"shm": lambda ident: libc.shmctl(ident, IPC_RMID, None),
+              "msg": lambda ident: libc.msgctl(ident, IPC_RMID, None),
+              "sem": lambda ident: libc.semctl(ident, 0, IPC_RMID)}
+    for found in sysv_ipc_objects():
+        if found.uid == uid:
+            remove[found.kind](found.ident)
 
 
 def as_user(uid: int, action) -> None:
