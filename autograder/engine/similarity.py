@@ -151,7 +151,7 @@ def handout_code() -> str:
 
 def read(submission) -> Code | None:
     """A submission's code, unpacked (never run) into a temporary folder; None when it cannot be unpacked."""
-    people = frozenset(s.sid or s.email or s.name for s in submission.submitters)
+    people = frozenset(_people(submission))
     with tempfile.TemporaryDirectory(prefix="autograder-similarity-") as folder:
         try:
             submissions.unpack(submission.location, folder)
@@ -159,6 +159,11 @@ def read(submission) -> Code | None:
             return None
         text, files = join_files(pathlib.Path(folder) / submissions.PACKAGE, handout_files())
     return Code(submission.name, submission.slug, people, text, files)
+
+
+def _people(submission) -> list[str]:
+    """Its students, each by sid, else email, else name: a group is not compared within itself."""
+    return [s.sid or s.email or s.name for s in submission.submitters]
 
 
 def _read_of(found, index: int) -> Code | None:
@@ -465,9 +470,8 @@ def write_bounded(out: pathlib.Path, found, contents: dict[str, str]) -> int:
     settings: a resume with nothing new reuses it. Returns how many pairs are flagged; raises bounded.Stopped
     (and leaves no report: an earlier one would describe other submissions)."""
     import hashlib
-    people = [sorted(s.sid or s.email or s.name for s in submission.submitters) for submission in found]
     key = hashlib.sha256(json.dumps([settings_line(), handout_code(), MAX_CODE_CHARS, MAX_FILE_CHARS, [
-        [s.source, contents.get(s.source), s.name, s.slug, who] for s, who in zip(found, people, strict=True)]],
+        [s.source, contents.get(s.source), s.name, s.slug, sorted(_people(s))] for s in found]],
         ensure_ascii=True).encode()).hexdigest()
     try:
         cached = json.loads((out / KEY_FILE).read_text())
