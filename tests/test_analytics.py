@@ -51,6 +51,17 @@ def test_each_test_counts_who_passed_what_the_class_lost_and_why_grouped_by_hint
     assert (tmp_path / "tests.png").read_bytes().startswith(b"\x89PNG")
 
 
+def test_the_pictures_title_counts_no_more_submissions_than_its_bars(tmp_path, monkeypatch):
+    rows = write_class(tmp_path, {"a": ("graded", {"t_values[2d]": None}), "b": ("graded", {"t_values[2d]": "no"}),
+                                  "lost": ("graded", {"t_values[2d]": None})})
+    (tmp_path / "results" / "lost.json").unlink()   # a row without its results file: no evidence about any test
+    titles = []
+    monkeypatch.setattr(chart, "draw_tests", lambda bars, title: titles.append((bars, title)) or b"")
+    analytics.write(tmp_path, rows)
+    [(bars, title)] = titles
+    assert bars == [(1, "t_values", 50.0, 2)] and "(2 submissions with test results)" in title
+
+
 def test_the_picture_groups_by_part_and_puts_the_weakest_test_first():
     stats = [analytics.TestStat(1, "t_easy", 1.0, 4, 4), analytics.TestStat(1, "t_hard[a]", 1.0, 4, 1),
              analytics.TestStat(1, "t_hard[b]", 1.0, 4, 2), analytics.TestStat(2, "t_other", 1.0, 4, 0)]

@@ -99,6 +99,22 @@ def test_a_run_killed_half_way_is_finished_by_the_next_run(tmp_path):
     assert not [p for p in (out / "results").iterdir() if p.suffix != ".json"]   # no half-written file counts
 
 
+@pytest.mark.slow
+def test_the_pictures_are_drawn_for_a_class_not_for_one_row(tmp_path):
+    class_dir, out = tmp_path / "class", tmp_path / "out"
+    write_submission(class_dir / "alice", solution=False)
+    out.mkdir()
+    (out / "summary.png").write_bytes(b"a picture of an earlier class")   # it would show rows that are gone
+    alone = grade(class_dir / "alice", "--out", out)
+    assert alone.returncode == 0, alone.stderr[-2000:]
+    assert not (out / "summary.png").exists() and not (out / "tests.png").exists()
+    assert "no pictures for a gradebook of one row" in alone.stdout and (out / "tests.csv").is_file()
+    write_submission(class_dir / "bob", solution=False)
+    both = grade(class_dir, "--out", out)
+    assert both.returncode == 0, both.stderr[-2000:]
+    assert all((out / name).read_bytes().startswith(b"\x89PNG") for name in ("summary.png", "tests.png"))
+
+
 # ---------------------------------------------------------------- finding and unpacking (no grading)
 
 def test_each_child_of_a_folder_is_a_submission_named_by_its_file(tmp_path):

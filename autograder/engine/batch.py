@@ -11,18 +11,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 
-from autograder.engine import (
-    analytics,
-    bounded,
-    changes,
-    gradebook,
-    isolation,
-    memcg,
-    processes,
-    recorded,
-    similarity,
-    submissions,
-)
+from autograder.engine import analytics, changes, gradebook, isolation, memcg, processes, recorded, submissions
 from autograder.engine.limits import Limits
 from autograder.engine.outcome import Outcome
 from autograder.engine.pool import Template
@@ -33,6 +22,9 @@ from autograder.paths import REPO
 # Closed to other users when the sandboxes have their own user id (root): each must be unreadable to them.
 SECRETS = (REPO / "grading_tests", REPO / "assignment", REPO / ".git")
 SAFETY_MARGIN = 120.0   # load-free seconds past a worker's own net before the batch kills it
+# Rows a gradebook needs for its pictures (summary.png, tests.png): one submission's results file already says all
+# they would, and drawing them took a twentieth of the time one submission's grading costs beyond torch's import.
+CLASS_CHARTS_FROM = 2
 
 
 def isolation_note(plan: isolation.Plan, out: pathlib.Path, paths: list[str], sources: list[str],
@@ -62,6 +54,7 @@ class Run:
     rows: list[dict]                     # every submission's row, this run's and those kept from before
     note: str                            # the isolation line
     tests: list[analytics.TestStat]      # per hidden test: tests.csv
+    charts: bool = True                  # summary.png and tests.png drawn (not for a gradebook of one row)
     flagged: int | None = None           # pairs flagged for a look: similarity.csv (None: no report written)
     similarity_stopped: str = ""         # why no similarity report was written, where one was asked for
     disagreements: list[dict] = field(default_factory=list)          # with Gradescope's scores: gradescope.csv
@@ -73,7 +66,7 @@ class Run:
 
 def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None, keep: str | None = None,
               private=(), force=(), regrade: bool = False, repeat: int = 1, due=None,
-              similarity_report: bool = True, exports: bool = True) -> Run:
+              similarity_report: bool = True, exports: bool = True, template: Template | None = None) -> Run:
     """Grade everything under paths that out/ has no result for yet, then write the class's files: grades.csv,
     summary.png, tests.csv and .png (analytics.py), similarity.csv and .html (similarity.py), gradescope.csv
     (recorded.py).
@@ -86,7 +79,9 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
     changes.csv says what changed. repeat: grade everything this many times in all (out/repeat-N/) and list
     what differed in repeat.csv. due: the due date where an export's metadata names none (the late column).
     similarity_report: write similarity.csv and .html (False: nobody reads them, as in the self-check's run).
-    exports: a path named in `paths` may be a Gradescope export (False: none is; submissions.discover)."""
+    exports: a path named in `paths` may be a Gradescope export (False: none is; submissions.discover).
+    template: one started already (the command starts it first, so that torch's import overlaps everything before
+    the first job); this run closes it. None: started here."""
     for raw in paths:
         if not os.path.lexists(raw):
             raise FileNotFoundError(f"{raw}: no such file or folder")
@@ -95,7 +90,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
     os.chmod(sandbox_root, 0o711)   # a sandbox may enter its own folder, never list the others
     trusted_root = tempfile.mkdtemp(prefix="autograder-trusted-")
     exports_root = tempfile.mkdtemp(prefix="autograder-exports-")   # export zips extracted: ours alone (0700)
-    template = Template(Settings(limits, None, sandbox_root, trusted_root))   # before reading the class
+    template = template or Template()   # before reading the class
     suite = changes.graded_with(limits)
     try:
         plan = isolation.probe(sandbox_root)   # while the template imports torch
@@ -105,7 +100,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
                              f"(torch would fail to load parts of itself there and correct code would lose points): "
                              f"run the engine from the environment's real place, "
                              f"{os.path.join(os.path.realpath(sys.prefix), 'bin', os.path.basename(sys.executable))}")
-        template.set_plan(plan)
+        template.configure(Settings(limits, plan, sandbox_root, trusted_root))
         (out / "results").mkdir(parents=True, exist_ok=True)
         done, taken = gradebook.load_done(out)
         found = submissions.discover(paths, taken, staging=exports_root, due=due, exports=exports)
@@ -122,7 +117,8 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         rows += _grade(template, todo, out, workers, limits, note, list(rows), progress, keep, contents, again, suite)
         progress.close()
         flagged, stopped = _similarity(out, found, contents) if similarity_report else (None, "")
-        run = Run(rows, note, analytics.write(out, rows), flagged, stopped,
+        charts = len(rows) >= CLASS_CHARTS_FROM
+        run = Run(rows, note, analytics.write(out, rows, picture=charts), charts, flagged, stopped,
                   recorded.write_disagreements(out, rows), stale=sum(r.get("graded_with") != suite for r in rows))
         if earlier:
             run.earlier = earlier
@@ -136,13 +132,19 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         _remove_roots(sandbox_root, trusted_root)
         shutil.rmtree(exports_root, ignore_errors=True)
     gradebook.write_csv(out, rows)
-    gradebook.write_summary_png(out, rows)
+    if run.charts:
+        gradebook.write_summary_png(out, rows)
+    else:   # a picture left from an earlier run would show rows this gradebook no longer has
+        for picture in ("summary.png", "tests.png"):
+            (out / picture).unlink(missing_ok=True)
     return run
 
 
 def _similarity(out: pathlib.Path, found, contents) -> tuple[int | None, str]:
     """(pairs flagged, "") or (None, why no report was written). One submission is compared with nobody: no
     step of its own, no import of the comparison's libraries."""
+    from autograder.engine import bounded, similarity  # after the template started: not on one grading's path
+
     if len(found) < 2:
         return len(similarity.write(out, found)), ""
     try:

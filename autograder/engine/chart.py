@@ -3,13 +3,13 @@ with full marks. tests.png: the pass rate of every hidden test, grouped by part,
 
 Drawn with Pillow (its built-in scalable font) rather than a plotting library: the batch draws it
 after the last submission, so what it costs is the grader's wait; here a few milliseconds, where
-importing matplotlib took a quarter of a second (and slowed the grading it overlapped).
+importing matplotlib took a quarter of a second (and slowed the grading it overlapped). Pillow itself is
+imported only to draw: the batch imports this module before it starts grading, and a gradebook of one
+submission draws nothing (batch.CLASS_CHARTS_FROM).
 """
 from __future__ import annotations
 
 import io
-
-from PIL import Image, ImageDraw, ImageFont
 
 SIZE = (1100, 400)
 PANEL_TOP, PANEL_BOTTOM = 50, 340          # the plot areas' vertical extent, in pixels
@@ -40,11 +40,21 @@ def count_ticks(top: int) -> list[int]:
 
 def draw(scores: list[float], score_title: str, part_rates: list[tuple[str, float]], parts_title: str) -> bytes:
     """The chart as PNG bytes: scores (0 to 100) and (part name, percent with full marks) pairs."""
-    image = Image.new("RGB", SIZE, "white")
-    canvas = ImageDraw.Draw(image)
-    font, title_font = ImageFont.load_default(size=13), ImageFont.load_default(size=16)
+    image, canvas, font, title_font = _canvas(SIZE, 13)
     _histogram_panel(canvas, font, title_font, histogram(scores), score_title)
     _parts_panel(canvas, font, title_font, part_rates, parts_title)
+    return _png(image)
+
+
+def _canvas(size: tuple[int, int], label_size: int):
+    """(image, its drawing surface, the labels' font, the title's font): a white picture of size."""
+    from PIL import Image, ImageDraw, ImageFont  # only when a picture is drawn (see the module's note)
+
+    image = Image.new("RGB", size, "white")
+    return image, ImageDraw.Draw(image), ImageFont.load_default(size=label_size), ImageFont.load_default(size=16)
+
+
+def _png(image) -> bytes:
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", compress_level=FAST_PNG)
     return buffer.getvalue()
@@ -110,9 +120,7 @@ def draw_tests(bars: list[tuple[int, str, float, int]], title: str) -> bytes:
     """tests.png as PNG bytes: one bar per (part, test function, pass rate in percent, submissions)."""
     top = 60
     height = top + TEST_ROW * max(1, len(bars)) + 50
-    image = Image.new("RGB", (SIZE[0], height), "white")
-    canvas = ImageDraw.Draw(image)
-    font, title_font = ImageFont.load_default(size=12), ImageFont.load_default(size=16)
+    image, canvas, font, title_font = _canvas((SIZE[0], height), 12)
     left, right = TEST_BARS
     bottom = top + TEST_ROW * len(bars)
     canvas.text((SIZE[0] / 2, 12), title, font=title_font, fill=INK, anchor="mt")
@@ -133,6 +141,4 @@ def draw_tests(bars: list[tuple[int, str, float, int]], title: str) -> bytes:
                     fill=INK, anchor="rm")
         canvas.text((left + length + 5, middle), f"{rate:.0f}% of {graded}", font=font, fill=INK, anchor="lm")
     canvas.line([(left, top), (left, bottom)], fill=INK)
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG", compress_level=FAST_PNG)
-    return buffer.getvalue()
+    return _png(image)

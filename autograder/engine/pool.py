@@ -18,16 +18,15 @@ import signal
 import socket
 import struct
 import sys
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 
-from autograder.engine import isolation, processes
-from autograder.engine.limits import Limits
+from autograder.engine import processes
 from autograder.engine.load_free import LoadFreeClock
 from autograder.engine.outcome import Outcome
 from autograder.engine.run_settings import NO_GPU, Settings
 
 PID = struct.Struct("!q")
-PLAN_LENGTH = struct.Struct("!I")
+LENGTH = struct.Struct("!I")   # of each message before the jobs: the boot, then the settings
 # The template's whole command line besides the interpreter: it reads the rest from its socket (argv[1]).
 BOOT = ("import json, socket, struct, sys\n"
         "control = socket.socket(fileno=int(sys.argv[1]))\n"
@@ -64,10 +63,11 @@ class Template:
     """A forked process with torch and the sandbox's code loaded and warm (pytest and the second device too,
     once a second worker is wanted), and nothing else.
 
-    It is forked before the kernel's layers are probed (settings.plan is None), so that torch's import and the
-    probe run side by side; set_plan hands it the plan, before the first job."""
+    It starts before the run's settings are known (the command's first step: pool.py imports nothing heavy), so
+    that torch's import runs side by side with reading the arguments, probing the kernel's layers and finding the
+    class; configure hands it the settings, before the first job. Closing it twice is harmless."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self):
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         parent = os.getpid()
         self.pid = os.fork()
@@ -79,13 +79,15 @@ class Template:
             finally:
                 os._exit(1)   # the batch notices the closed socket
         theirs.close()
-        boot = json.dumps({"path": sys.path, "parent": parent, "limits": asdict(settings.limits),
-                           "sandbox_root": settings.sandbox_root, "trusted_root": settings.trusted_root}).encode()
-        self.control.sendall(PLAN_LENGTH.pack(len(boot)) + boot)
+        self.closed = False
+        self._send(json.dumps({"path": sys.path, "parent": parent}))
 
-    def set_plan(self, plan: isolation.Plan) -> None:
-        data = plan.to_json().encode()
-        self.control.sendall(PLAN_LENGTH.pack(len(data)) + data)
+    def configure(self, settings: Settings) -> None:
+        self._send(settings.to_json())
+
+    def _send(self, text: str) -> None:
+        data = text.encode()
+        self.control.sendall(LENGTH.pack(len(data)) + data)
 
     def start(self, source: str, keep: str | None = None) -> Job:
         """Grade source in a new worker; keep: a folder for its pytest log and its sandboxes' output."""
@@ -104,25 +106,27 @@ class Template:
     def close(self) -> None:
         """After the last job the template's workers are all done, so it goes at once (it may still be warming
         up for jobs that will not come); on an interrupted run its workers go with it (parent-death signal)."""
+        if self.closed:
+            return
+        self.closed = True
         self.control.close()
         os.kill(self.pid, signal.SIGKILL)
         os.waitpid(self.pid, 0)
 
 
 def start_template(control: socket.socket, boot: dict) -> None:
-    """The template program's entry (BOOT): the run's settings from the batch, then the template's loop."""
-    settings = Settings(Limits(**boot["limits"]), None, boot["sandbox_root"], boot["trusted_root"])
-    _template_main(control, settings, boot["parent"])
+    """The template program's entry (BOOT), then the template's loop."""
+    _template_main(control, boot["parent"])
 
 
-def _template_main(control: socket.socket, settings: Settings, parent: int) -> None:
+def _template_main(control: socket.socket, parent: int) -> None:
     code = 0
     try:
+        processes.die_with_parent(parent)
         from autograder.engine import worker  # torch: in the template, never in the batch
 
-        processes.die_with_parent(parent)
         sys.argv[:] = ["autograder-template"]
-        settings = replace(settings, plan=isolation.Plan.from_json(_receive_plan(control)))
+        settings = Settings.from_json(_receive(control))   # sent once the batch has probed the kernel's layers
         worker.prepare_template(full=False)   # the first worker starts sooner (see prepare_template)
         served = 0
         while True:
@@ -148,8 +152,8 @@ def _template_main(control: socket.socket, settings: Settings, parent: int) -> N
         os._exit(code)
 
 
-def _receive_plan(control: socket.socket) -> str:
-    (size,) = PLAN_LENGTH.unpack(control.recv(PLAN_LENGTH.size, socket.MSG_WAITALL))
+def _receive(control: socket.socket) -> str:
+    (size,) = LENGTH.unpack(control.recv(LENGTH.size, socket.MSG_WAITALL))
     return control.recv(size, socket.MSG_WAITALL).decode()
 
 

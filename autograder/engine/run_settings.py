@@ -5,10 +5,13 @@ so that neither of those two imports the other.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
-from autograder.engine import isolation
-from autograder.engine.limits import Limits
+if TYPE_CHECKING:   # the batch imports this before it starts the template: nothing heavy (the spec) on that path
+    from autograder.engine import isolation
+    from autograder.engine.limits import Limits
 
 # The engine's processes run on the CPU (a sandbox opens no GPU device file): CUDA hidden from torch, so that on a
 # GPU machine torch.cuda.is_available() is simply False there, not an error of a driver it cannot reach (seen on
@@ -19,6 +22,19 @@ NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}
 @dataclass(frozen=True)
 class Settings:
     limits: Limits
-    plan: isolation.Plan | None  # the layers every sandbox applies (isolation.probe; Template.set_plan)
+    plan: isolation.Plan         # the layers every sandbox applies (isolation.probe)
     sandbox_root: str            # 0711: sandboxes can enter their own folder but list nothing
     trusted_root: str            # 0700: the trusted processes' scratch space
+
+    def to_json(self) -> str:
+        return json.dumps({"limits": asdict(self.limits), "plan": self.plan.to_json(),
+                           "sandbox_root": self.sandbox_root, "trusted_root": self.trusted_root})
+
+    @classmethod
+    def from_json(cls, text: str) -> Settings:
+        from autograder.engine import isolation
+        from autograder.engine.limits import Limits
+
+        data = json.loads(text)
+        return cls(Limits(**data["limits"]), isolation.Plan.from_json(data["plan"]), data["sandbox_root"],
+                   data["trusted_root"])
