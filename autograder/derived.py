@@ -66,8 +66,7 @@ def __dir__():
 
 def parts_source(spec: Spec = SPEC) -> str:
     parts = "\n".join(f"    {part.number}: ({_py(part.title)}, {_py(part.names)})," for part in spec.parts)
-    builds_on = ", ".join(f"{part.number}: {_py(part.uses)}" for part in spec.parts)
-    return f'''"""The parts of the assignment: their numbers, titles, the graded names in each, and what each builds on.
+    return f'''"""The parts of the assignment: their numbers, titles and the graded names in each.
 
 The local checks (student.check) print their table in this order.
 """
@@ -77,9 +76,6 @@ import re
 PARTS = {{
 {parts}
 }}
-
-# The earlier parts whose functions a part's code calls: a failure there shows up here too.
-BUILDS_ON = {{{builds_on}}}
 
 # What the grader can import besides Python's standard library: a module of yours that imports anything else
 # fails to import there, and its functions score 0 (`python -m student.submit` warns about it).

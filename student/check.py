@@ -19,10 +19,12 @@ import sys
 
 import pytest
 
-from student.parts import BUILDS_ON, PARTS, is_stub_error
+from student.parts import PARTS, is_stub_error, part_of
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 TESTS_DIR = PACKAGE_DIR / "tests"
+GRADED = {name for _title, names in PARTS.values() for name in names}
+YOUR_CODE, CHECKS_CODE = str(PACKAGE_DIR) + "/", str(TESTS_DIR) + "/"   # where a called function's code lives
 OWN = "own"   # the row of the student's own tests that carry no part marker
 OWN_TITLE = "your own checks"
 
@@ -37,6 +39,8 @@ class PartTally:
         self.total = dict.fromkeys(rows, 0)
         self.first_failure: dict = {}
         self.unloadable: dict = {}   # row -> why its checks could not even be loaded
+        self.failing_calls: list = []   # (part, the graded functions it called) of each failing check
+        self._called: set = set()       # the graded functions the running check called
 
     @staticmethod
     def _part(item) -> int | None:
@@ -71,6 +75,24 @@ class PartTally:
             name = pathlib.PurePath(report.nodeid.split("::")[0]).name or report.nodeid
             self.unloadable.setdefault(OWN, f"{name}: {collection_reason(report)}")
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        """Note which graded functions of yours the check calls (a profile hook sees every call)."""
+        self._called = set()
+        sys.setprofile(self._note_call)
+        try:
+            yield
+        finally:
+            sys.setprofile(None)
+
+    def _note_call(self, frame, event, _arg):
+        if event == "call":
+            code = frame.f_code
+            name = getattr(code, "co_qualname", code.co_name)   # co_qualname: Python 3.11 and later
+            if name in GRADED and code.co_filename.startswith(YOUR_CODE) and not code.co_filename.startswith(
+                    CHECKS_CODE):
+                self._called.add(name)
+
     def pytest_runtest_makereport(self, item, call):
         # The test's own outcome is decided in the "call" phase; a setup error also counts.
         if call.when == "call" or (call.when == "setup" and call.excinfo is not None):
@@ -80,8 +102,10 @@ class PartTally:
             self.total[row] += 1
             if call.excinfo is None:
                 self.passed[row] += 1
-            elif row not in self.first_failure:
-                self.first_failure[row] = f"{item.name}: {plain_reason(call.excinfo)}"
+            else:
+                self.first_failure.setdefault(row, f"{item.name}: {plain_reason(call.excinfo)}")
+                if row != OWN:
+                    self.failing_calls.append((row, self._called))
 
     def failing(self, row) -> bool:
         """A part fails when a check fails, cannot load or none ran; the own row only when one fails."""
@@ -143,17 +167,26 @@ def render_table(tally: PartTally) -> str:
 
 
 def fix_first_notes(tally: PartTally) -> list[str]:
-    """For a written part that fails while an earlier part its code calls fails too: fix that one first."""
+    """Name the functions of earlier parts to fix first, where a written part's failing checks called them.
+
+    Part by part: a function fails on its own when a failing check of its part called it and no earlier function
+    that fails on its own. A part's other failing checks, those that called an earlier function failing on its own
+    and none of the part's own failing ones, are that earlier function's doing: the note names it.
+    """
+    on_its_own: set = set()
     notes = []
     for part in tally.parts:
-        earlier = [d for d in BUILDS_ON[part] if d in tally.parts and tally.failing(d)]
-        still_a_stub = "not implemented yet" in tally.first_failure.get(part, "")
-        if tally.failing(part) and earlier and not still_a_stub:
-            if len(earlier) == 1:
-                names = f"Part {earlier[0]}, which fails"
-            else:
-                names = f"Parts {', '.join(map(str, earlier[:-1]))} and {earlier[-1]}, which fail"
-            notes.append(f"Part {part} calls your {names} too: fix {'that' if len(earlier) == 1 else 'those'} first.")
+        checks = [called for row, called in tally.failing_calls if row == part]
+        own = [called for called in checks if not called & on_its_own]
+        mine = {name for called in own for name in called if part_of(name) == part}
+        on_its_own |= mine
+        earlier = sorted({(part_of(name), name) for called in checks if not called & mine
+                          for name in called & on_its_own if part_of(name) < part})
+        if earlier and "not implemented yet" not in tally.first_failure.get(part, ""):
+            names = " and ".join(f"{name} (Part {number})" for number, name in earlier)
+            one = len(earlier) == 1
+            notes.append(f"Part {part}'s failing checks call your {names}, which fail{'s' * one} "
+                         f"{'its' if one else 'their'} own checks: fix {'that' if one else 'those'} first.")
     return ["", *notes] if notes else []
 
 

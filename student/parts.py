@@ -1,4 +1,4 @@
-"""The parts of the assignment: their numbers, titles, the graded names in each, and what each builds on.
+"""The parts of the assignment: their numbers, titles and the graded names in each.
 
 The local checks (student.check) print their table in this order.
 """
@@ -13,9 +13,6 @@ PARTS = {
     5: ("Multi-head and cross-attention", ("MultiHeadAttention.__init__", "MultiHeadAttention.forward")),
     6: ("Parity with PyTorch's fused SDPA", ("MultiHeadAttention._fused_attention",)),
 }
-
-# The earlier parts whose functions a part's code calls: a failure there shows up here too.
-BUILDS_ON = {1: (), 2: (1,), 3: (), 4: (), 5: (2, 3, 4), 6: (2, 3, 4, 5)}
 
 # What the grader can import besides Python's standard library: a module of yours that imports anything else
 # fails to import there, and its functions score 0 (`python -m student.submit` warns about it).

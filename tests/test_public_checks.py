@@ -91,6 +91,25 @@ def test_a_planted_mistake_fails_the_right_check_with_the_right_message(name, tm
             assert text not in rows[row], f"row {row} should not say {text!r}:\n{output}"
 
 
+@pytest.mark.slow
+def test_a_fix_first_note_names_the_earlier_function_a_failing_check_called(tmp_path):
+    # Part 1 fails in a way Part 2's checks never meet (float32 arithmetic for float64 inputs) and causal_mask,
+    # which calls nothing, is built the tutorials' way (triu: True where hidden): no note sends the student to
+    # Part 1, and the causal check names the convention.
+    folder = write_submission(tmp_path / "apart", overrides={
+        **edited_reference("scaling.py", SCORES, SCORES.replace("(q, k.transpose", "(q.float(), k.float().transpose")),
+        **edited_reference("masking.py", CAUSAL, CAUSAL.replace(".tril()", ".triu(diagonal=1)"))})
+    code, rows, output = check_table(folder)
+    assert code == 1 and "float64" in rows["1"] and "Hint: it is the inverted mask" in rows["2"], output
+    assert "fix that first" not in output, output
+    # Unscaled scores: Part 2's attention checks call scaled_scores and fail with it.
+    folder = write_submission(tmp_path / "through", overrides=edited_reference("scaling.py", SCORES,
+                                                                               SCORES.replace(" * scale", "")))
+    code, rows, output = check_table(folder)
+    note = "Part 2's failing checks call your scaled_scores (Part 1), which fails its own checks: fix that first."
+    assert note in output, output
+
+
 OWN_TESTS = '''
 import pytest
 

@@ -59,17 +59,25 @@ def _index(flat_index: int, shape) -> tuple[int, ...]:
     return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat_index), tuple(shape)))
 
 
-def check_mask(got, expected, what):
-    """A boolean mask: bool dtype (True = may attend), the expected shape, every entry equal."""
+def check_mask(got, expected, what, hints=()):
+    """A boolean mask: bool dtype (True = may attend), the expected shape, every entry equal.
+
+    hints: (what the mistake is, the mask it gives) pairs; a wrong mask equal to one of them says so. The
+    inverted mask (True where the key is hidden: what triu(diagonal=1) builds for a causal mask, the
+    convention of some tutorials) is always recognised.
+    """
     expected = torch.as_tensor(expected, dtype=torch.bool)
     check_dtype(got, torch.bool, what, "a mask is a bool tensor: True = may attend, False = hidden")
     check_shape(got, expected.shape, what)
     wrong = (got.cpu() != expected).flatten().nonzero().flatten()
     if wrong.numel():
         where = _index(int(wrong[0]), expected.shape)
+        known = [*hints, ("it is the inverted mask: True must mean MAY attend, not hidden (a mask made with "
+                          "triu(diagonal=1) marks what to hide)", ~expected)]
+        hint = next((text for text, mask in known if torch.equal(got.cpu(), torch.as_tensor(mask))), None)
         raise AssertionError(
             f"{what} is wrong at {wrong.numel()} of {expected.numel()} positions, first at index {where}: "
-            f"got {bool(got[where])}, expected {bool(expected[where])}"
+            f"got {bool(got[where])}, expected {bool(expected[where])}" + (f". Hint: {hint}" if hint else "")
         )
 
 

@@ -12,14 +12,24 @@ SCORES = t([[7, -8, 6], [-3, 2, 4], [1, 6, -2]])
 PADDED_WEIGHTS = [[1, 0, 0], [0.0067, 0.9933, 0], [0.0067, 0.9933, 0]]
 
 
+def causal_mistakes(L, S):
+    """The wrong causal masks a hint can name, for L queries and S keys."""
+    ones = torch.ones(L, S, dtype=torch.bool)
+    return [("it is upper-triangular (triu): True must be where key j <= query i",
+             torch.ones(S, L, dtype=torch.bool).tril().T),
+            ("it hides the diagonal: a query may attend to its own position", ones.tril(-1)),
+            ("it is aligned to the bottom-right corner: align it to the top-left, as SDPA's is_causal does",
+             ones.tril(S - L))]
+
+
 def test_causal_mask_is_a_lower_triangular_bool_tensor():
     expected = [[True, False, False], [True, True, False], [True, True, True]]
-    check_mask(causal_mask(3), expected, "causal_mask(3)")
+    check_mask(causal_mask(3), expected, "causal_mask(3)", causal_mistakes(3, 3))
 
 
 def test_causal_mask_with_more_keys_than_queries_is_top_left_aligned():
     expected = [[True, False, False, False], [True, True, False, False]]
-    check_mask(causal_mask(2, 4), expected, "causal_mask(2, 4)")
+    check_mask(causal_mask(2, 4), expected, "causal_mask(2, 4)", causal_mistakes(2, 4))
 
 
 def test_padding_mask_marks_real_tokens():
