@@ -184,10 +184,11 @@ def test_student_text_reaches_no_terminal_raw(zoo):
 
 
 @as_root
-def test_every_row_and_feedback_says_which_layers_held(zoo):
+def test_every_row_says_which_layers_held_and_the_students_feedback_does_not(zoo):
     assert {row["isolation"] for row in zoo.rows().values()} == {ALL_LAYERS}
     document = json.loads(result_files(zoo.out)["reference"].read_text())
-    assert f"Sandbox: {ALL_LAYERS}." in document["output"]
+    assert document["extra_data"]["gradebook_row"]["isolation"] == ALL_LAYERS   # the grader's, in the results file
+    assert "isolated" not in document["output"] and "landlock" not in document["output"]   # the machine's business
 
 
 def test_the_flags_column_names_what_an_instructor_should_look_at(zoo):

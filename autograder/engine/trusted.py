@@ -13,7 +13,6 @@ import sys
 import pytest
 
 from assignment.spec import SPEC
-from autograder.engine import isolation
 from autograder.engine.files import atomic_write
 from autograder.engine.limits import Limits, apply_trusted_limits
 from autograder.engine.outcome import Outcome
@@ -38,7 +37,7 @@ class _SecondDeviceLast:
         items.sort(key=lambda item: item.get_closest_marker("second_device") is not None)
 
 
-def run(control, work_dir: str, limits: Limits, plan: isolation.Plan, package: str) -> None:
+def run(control, work_dir: str, limits: Limits, package: str) -> None:
     """Body of the forked trusted process: grade the student/ package at `package` (read here only as text: the
     sandboxes run it), write work_dir/result.json, never return."""
     code = 0
@@ -48,7 +47,7 @@ def run(control, work_dir: str, limits: Limits, plan: isolation.Plan, package: s
         os.dup2(log_fd, 2)
         os.chdir(work_dir)   # anything pytest writes stays in this private folder
         apply_trusted_limits(limits, limits.budget + TRUSTED_SECONDS)
-        atomic_write(os.path.join(work_dir, "result.json"), grade(control, limits, plan, package).to_json())
+        atomic_write(os.path.join(work_dir, "result.json"), grade(control, limits, package).to_json())
     except BaseException as error:  # noqa: BLE001 - reported to the worker as a grader error
         code = 1
         print(f"grader error: {type(error).__name__}: {error}", flush=True)
@@ -57,7 +56,7 @@ def run(control, work_dir: str, limits: Limits, plan: isolation.Plan, package: s
         os._exit(code)
 
 
-def grade(control, limits: Limits, plan: isolation.Plan, package: str) -> Outcome:
+def grade(control, limits: Limits, package: str) -> Outcome:
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
@@ -85,12 +84,12 @@ def grade(control, limits: Limits, plan: isolation.Plan, package: str) -> Outcom
     if log.import_failure is not None or imports_nothing(log.unloadable):
         # Nothing could be called: every answer was the import's error, which earns nothing (a ValueError at
         # import must not pass the tests that expect one). Said once, at the top.
-        results = error_results(status, message, extra_output=feedback_notes(log, plan, flags))
+        results = error_results(status, message, extra_output=feedback_notes(log, flags))
         return Outcome(status, message, max_score=report.max_score, results=results, flags=flags,
                        part_scores={str(p): 0.0 for p in report.part_scores},
                        part_max={str(p): s for p, s in report.part_max.items()})
     lead = "" if status == "graded" and not message else f"{status}: {message}"
-    results = gradescope_results(report, extra_output=feedback_notes(log, plan, flags), lead=lead)
+    results = gradescope_results(report, extra_output=feedback_notes(log, flags), lead=lead)
     return Outcome(status, message, score=report.score, max_score=report.max_score,
                    part_scores={str(p): s for p, s in report.part_scores.items()},
                    part_max={str(p): s for p, s in report.part_max.items()}, results=results,
@@ -157,7 +156,9 @@ def flags_of(log, gateway_flags: list[str]) -> list[str]:
     return flags
 
 
-def feedback_notes(log, plan: isolation.Plan, flags: list[str]) -> str:
+def feedback_notes(log, flags: list[str]) -> str:
+    """What the student reads after the tests: what their code printed, and what was flagged. Not the machine's
+    isolation (the grader reads that in the gradebook row, which the results file carries in extra_data)."""
     from autograder.engine.sanitize import printable
 
     notes = []
@@ -166,7 +167,6 @@ def feedback_notes(log, plan: isolation.Plan, flags: list[str]) -> str:
         notes.append(f"Your code printed {log.output_total} bytes; the first {len(shown)} characters:\n{shown}")
     if flags:
         notes.append("Flagged for your instructor to look at:\n" + "\n".join(f"- {flag}" for flag in flags))
-    notes.append(f"Sandbox: {plan.line()}.")
     return "\n\n".join(notes)
 
 
