@@ -95,7 +95,9 @@ def compare(before: tuple[dict[str, dict], pathlib.Path], after: tuple[dict[str,
 
 
 def describe(flips: list[tuple[str, str, str]]) -> str:
-    words = {"absent": "not in the suite"}
+    # A test a results file does not grade was skipped there (worth 0: a GPU test on a CPU grader) or was not in
+    # that grading's suite: the file cannot say which.
+    words = {"absent": "not graded (skipped, or not in that suite)"}
     return "; ".join(f"{test}: {words.get(a, a)} -> {words.get(b, b)}" for test, a, b in flips)
 
 
