@@ -148,6 +148,14 @@ def report_lines(run, out: str) -> list[str]:
     elif run.stale:
         lines.append(f"warning: {run.stale} result(s) kept in {out} were graded with another (or an unrecorded) "
                      f"suite, reference or limits than this run's: --regrade grades them again and says what changed")
+    if run.closed:
+        back = [path for path in run.closed if path not in run.left_closed and path not in run.not_put_back]
+        lines.append("permissions: closed to other users while the sandboxes ran (each has a user id of its own)"
+                     + (f"; put back: {_some(back)}" if back else "")
+                     + (f"; left closed while another grading run on this machine uses them (the last to end puts "
+                        f"them back): {_some(run.left_closed)}" if run.left_closed else ""))
+    if run.not_put_back:
+        lines.append(f"permissions: not put back (gone or replaced since): {', '.join(run.not_put_back)}")
     if run.repeats is not None:
         lines.append(f"repeat: {len(run.repeats)} submission(s) got a different result when graded again "
                      f"({where(out, 'repeat.csv')})")
@@ -156,3 +164,8 @@ def report_lines(run, out: str) -> list[str]:
                  + (", similarity.csv, similarity.html" if run.flagged is not None else "")
                  + (", gradescope.csv" if scored else ""))
     return lines
+
+
+def _some(paths: list, shown: int = 4) -> str:
+    more = len(paths) - shown
+    return ", ".join(map(str, paths[:shown])) + (f" and {more} more" if more > 0 else "")

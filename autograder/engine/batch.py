@@ -11,7 +11,17 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 
-from autograder.engine import analytics, changes, gradebook, isolation, memcg, processes, recorded, submissions
+from autograder.engine import (
+    analytics,
+    changes,
+    gradebook,
+    isolation,
+    memcg,
+    permissions,
+    processes,
+    recorded,
+    submissions,
+)
 from autograder.engine.limits import Limits
 from autograder.engine.outcome import Outcome
 from autograder.engine.pool import Template
@@ -27,18 +37,20 @@ SAFETY_MARGIN = 120.0   # load-free seconds past a worker's own net before the b
 CLASS_CHARTS_FROM = 2
 
 
-def isolation_note(plan: isolation.Plan, out: pathlib.Path, paths: list[str], sources: list[str],
-                   private: list[str] = ()) -> str:
-    """The run's isolation line. With its own user id per sandbox (root), the repository, the submissions,
-    out/ and the grader's private files are also closed to other users; without Landlock that is what keeps
-    them from the sandboxes, so the line names anything a stranger could still read."""
+def closed_to_sandboxes(out: pathlib.Path, paths: list[str], sources: list[str], private: list[str] = ()) -> list:
+    """What a run whose sandboxes have their own user id (root) closes to other users: the repository, the
+    submissions, out/ and the grader's private files (permissions.py puts their modes back at the end)."""
+    unique: dict[str, pathlib.Path] = {}   # each once, in this order (a zip is both a path and a source)
+    for path in [REPO, out, *map(pathlib.Path, [*paths, *sources, *private])]:
+        unique.setdefault(os.path.realpath(path), path)
+    return list(unique.values())
+
+
+def isolation_note(plan: isolation.Plan, closed: list) -> str:
+    """The run's isolation line. Without Landlock, closing files to other users is what keeps them from the
+    sandboxes, so the line names anything a stranger could still read."""
     note = plan.line()
-    if not plan.has("uid"):
-        return note
-    closed = [REPO, out, *map(pathlib.Path, [*paths, *sources, *private])]
-    for path in closed:
-        isolation.hide_from_others(path)
-    if plan.has("landlock"):
+    if not plan.has("uid") or plan.has("landlock"):
         return note
     leaks = isolation.readable_by_stranger([p for p in [*SECRETS, *closed] if p.exists()])
     return note + ("; the sandbox can read " + ", ".join(leaks) if leaks else "")
@@ -62,6 +74,9 @@ class Run:
     earlier: pathlib.Path | None = None            # --regrade: where the earlier run's files were moved
     repeats: list[changes.Change] | None = None    # --repeat: what differed between the gradings
     stale: int = 0                       # results kept that were graded with another suite or other limits
+    closed: list[str] = field(default_factory=list)          # closed to other users for the run (root)
+    left_closed: list[str] = field(default_factory=list)     # of those, still used by another run on this machine
+    not_put_back: list[str] = field(default_factory=list)    # gone or replaced since: their modes not restored
 
 
 def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None, keep: str | None = None,
@@ -91,6 +106,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
     trusted_root = tempfile.mkdtemp(prefix="autograder-trusted-")
     exports_root = tempfile.mkdtemp(prefix="autograder-exports-")   # export zips extracted: ours alone (0700)
     template = template or Template()   # before reading the class
+    closing, run = None, None
     suite = changes.graded_with(limits)
     try:
         plan = isolation.probe(sandbox_root)   # while the template imports torch
@@ -104,7 +120,13 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         (out / "results").mkdir(parents=True, exist_ok=True)
         done, taken = gradebook.load_done(out)
         found = submissions.discover(paths, taken, staging=exports_root, due=due, exports=exports)
-        note = isolation_note(plan, out, list(paths), sorted({s.location for s in found}), list(private))
+        closed = closed_to_sandboxes(out, list(paths), sorted({s.location for s in found}), list(private))
+        if plan.has("uid"):
+            try:
+                closing = permissions.Closing.begin(closed)
+            except PermissionError as error:
+                raise SetupError(str(error)) from None
+        note = isolation_note(plan, closed)
         contents = {s.source: submissions.fingerprint(s.location, exports_root) for s in found}
         again = regrades(found, done, contents, force)   # before anything moves: an unknown --force name stops here
         earlier = changes.archive(out) if regrade else None
@@ -131,6 +153,10 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         memcg.remove_own_run()   # the run's memory cgroup (the probe made it), with any box group left in it
         _remove_roots(sandbox_root, trusted_root)
         shutil.rmtree(exports_root, ignore_errors=True)
+        if closing is not None:   # no sandbox of this run is left: the modes go back (unless a run beside uses them)
+            lost = closing.end()
+            if run is not None:
+                run.closed, run.left_closed, run.not_put_back = closing.paths, closing.left_closed, lost
     gradebook.write_csv(out, rows)
     if run.charts:
         gradebook.write_summary_png(out, rows)
