@@ -134,6 +134,20 @@ def test_a_zip_with_the_package_inside_one_folder_unpacks(tmp_path):
     assert sorted(p.name for p in private.iterdir()) == ["student"]
 
 
+def test_a_package_folders_deep_unpacks_and_two_are_refused_by_name(tmp_path):
+    deep = tmp_path / "upload"
+    write_submission(deep / "course" / "week 3")   # upload/course/week 3/student/
+    (deep / "notes.pdf").write_text("not code")
+    private = tmp_path / "private"
+    private.mkdir()
+    submissions.unpack(str(deep), str(private))
+    assert (private / "student" / "__init__.py").is_file()
+    write_submission(deep / "course" / "old copy")
+    with pytest.raises(submissions.SubmissionError, match=r"2 student/ packages found \(course/old copy/student, "
+                                                          r"course/week 3/student\): upload only the one to grade"):
+        submissions.unpack(str(deep), str(tmp_path / "again"))
+
+
 def test_a_folder_holding_one_zip_unpacks(tmp_path):
     (tmp_path / "upload").mkdir()
     zip_folder(write_submission(tmp_path / "src"), tmp_path / "upload" / "submission.zip")

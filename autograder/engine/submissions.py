@@ -42,6 +42,7 @@ PACKAGE = "student"
 # The handout's own package file (shipped in autograder.zip): what a flat upload of the modules is graded with.
 HANDOUT_INIT = STUDENT_DIR / "__init__.py"
 IGNORED = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints"}
+NESTED_DEPTH = 4   # folders above student/ in an upload (a zip of a zip's folder of a course folder, say)
 METADATA = "submission_metadata.yml"
 
 
@@ -329,9 +330,26 @@ def _find_package(root: pathlib.Path, allow_zip: bool, dropped: list[str]) -> pa
         return flat
     export = " (it holds a Gradescope export's metadata: a grader names an export itself, never a folder above it)" \
         if any(c.name == METADATA for c in children) or any((f / METADATA).is_file() for f in folders) else ""
+    deeper = [] if export else _packages_below(root)
+    if len(deeper) == 1:   # unambiguous however deep it was zipped (within NESTED_DEPTH folders)
+        return deeper[0]
+    if deeper:
+        shown = ", ".join(p.relative_to(root).as_posix() for p in deeper[:4])
+        raise SubmissionError(f"{len(deeper)} student/ packages found ({shown}): upload only the one to grade")
     modules = ", ".join(sorted(graded_modules()))
     raise SubmissionError(f"no student/ package found{export}: upload the student/ folder itself (student/__init__.py"
                           f" and {modules} inside it), as `python -m student.submit` zips it")
+
+
+def _packages_below(root: pathlib.Path) -> list[pathlib.Path]:
+    """The student/ packages (with their __init__.py) at most NESTED_DEPTH folders below root, in none of the
+    folders a zip tool or an editor adds (IGNORED, dot-folders)."""
+    found, level = [], [root]
+    for _depth in range(NESTED_DEPTH):
+        level = [child for folder in level for child in sorted(folder.iterdir()) if child.is_dir()
+                 and not child.is_symlink() and child.name not in IGNORED and not child.name.startswith(".")]
+        found += [folder / PACKAGE for folder in level if (folder / PACKAGE / "__init__.py").is_file()]
+    return found
 
 
 def _flat_package(folder: pathlib.Path) -> pathlib.Path | None:
