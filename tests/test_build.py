@@ -51,6 +51,14 @@ def test_handout_holds_what_students_need_and_nothing_of_the_instructors(dist):
     assert requirements[0] == packaging.CPU_INDEX and f"torch=={TORCH_PIN}" in requirements
 
 
+@pytest.mark.parametrize("artefact", [build_cli.HANDOUT_NAME, "autograder.zip"])
+def test_every_file_of_a_zip_unpacks_readable_by_everyone(dist, artefact):
+    with zipfile.ZipFile(dist / artefact) as zf:
+        modes = {info.filename: info.external_attr >> 16 for info in zf.infolist() if not info.is_dir()}
+    assert not {name: oct(mode) for name, mode in modes.items() if mode & 0o444 != 0o444}
+    assert oct(modes["requirements.txt"] & 0o777) == "0o644"
+
+
 def test_handout_has_no_leaks(dist):
     assert leaks.find_leaks(dist / build_cli.HANDOUT_NAME) == []
 

@@ -205,7 +205,7 @@ def build_handout(zip_path: pathlib.Path, notebook: pathlib.Path, spec: Spec = S
     with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, path in files.items():
             zf.write(path, name)
-        zf.writestr("requirements.txt", requirements)
+        _write(zf, "requirements.txt", requirements)
     return zip_path
 
 
@@ -229,9 +229,11 @@ def shipped_files() -> list[str]:
     return files
 
 
-def _write_executable(zf: zipfile.ZipFile, name: str, text: str) -> None:
+def _write(zf: zipfile.ZipFile, name: str, text: str, mode: int = 0o644) -> None:
+    """A generated file, readable by everyone once unzipped (zipfile's writestr of a name alone gives 0600: a
+    handout's requirements.txt its student could not share with a group, a runner another user could not read)."""
     info = zipfile.ZipInfo(name, date_time=time.localtime()[:6])
-    info.external_attr = 0o100755 << 16
+    info.external_attr = (0o100000 | mode) << 16
     info.compress_type = zipfile.ZIP_DEFLATED
     zf.writestr(info, text)
 
@@ -252,18 +254,18 @@ def build_autograder_zip(zip_path: pathlib.Path, otter_config_overrides: dict | 
     zip_path = zip_path.resolve()
     zip_path.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as zf:
-        _write_executable(zf, "setup.sh", image.setup_sh(modules))
-        _write_executable(zf, "run_autograder", image.run_autograder())
-        zf.writestr("requirements.txt", requirements)
-        zf.writestr("otter_config.json", json.dumps(config.otter_config(spec, cosmetic), indent=2) + "\n")
-        zf.writestr(SPEC_NAME, spec.to_toml())
+        _write(zf, "setup.sh", image.setup_sh(modules), 0o755)
+        _write(zf, "run_autograder", image.run_autograder(), 0o755)
+        _write(zf, "requirements.txt", requirements)
+        _write(zf, "otter_config.json", json.dumps(config.otter_config(spec, cosmetic), indent=2) + "\n")
+        _write(zf, SPEC_NAME, spec.to_toml())
         # For `otter run` only: otter copies source/tests into the submission folder and fails when it
         # is absent, and it needs exactly one notebook in the submission to start, whatever the student
         # zipped (it copies source/files/* over the submission). Neither is graded.
-        zf.writestr("tests/README.md", "Otter's own tests are not used: autograder.otter.plugin grades.\n")
-        zf.writestr(f"files/{NOTEBOOK_NAME}", placeholder_notebook())
+        _write(zf, "tests/README.md", "Otter's own tests are not used: autograder.otter.plugin grades.\n")
+        _write(zf, f"files/{NOTEBOOK_NAME}", placeholder_notebook())
         for name in files:
             zf.write(REPO / name, name)
         # The engine ships without the handout's student/ files: its similarity report reads them from here.
-        zf.writestr(similarity.HANDOUT_BUNDLE, similarity.handout_bundle())
+        _write(zf, similarity.HANDOUT_BUNDLE, similarity.handout_bundle())
     return zip_path
