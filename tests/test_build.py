@@ -49,6 +49,8 @@ def test_handout_holds_what_students_need_and_nothing_of_the_instructors(dist):
         assert read(handout, f"student/{module}") == text, f"{module} in the handout is not the stub"
     requirements = read(handout, "requirements.txt").splitlines()
     assert requirements[0] == packaging.CPU_INDEX and f"torch=={TORCH_PIN}" in requirements
+    fallback = read(handout, packaging.PYPI_REQUIREMENTS).splitlines()   # the same pins, PyPI alone
+    assert packaging.CPU_INDEX not in fallback and set(requirements[1:]) <= set(fallback)
 
 
 @pytest.mark.parametrize("artefact", [build_cli.HANDOUT_NAME, "autograder.zip"])

@@ -34,6 +34,7 @@ from autograder.paths import MASTER_NOTEBOOK, REPO, STUDENT_DIR
 
 NOTEBOOK_NAME = MASTER_NOTEBOOK.name
 REQUIREMENTS = REPO / "requirements.txt"
+PYPI_REQUIREMENTS = "requirements-pypi.txt"   # the handout's fallback where PyTorch's CPU index is out of reach
 # PyTorch's CPU wheels; without this index pip on Linux installs the multi-GB CUDA build.
 CPU_INDEX = image.CPU_INDEX
 
@@ -206,7 +207,16 @@ def build_handout(zip_path: pathlib.Path, notebook: pathlib.Path, spec: Spec = S
         for name, path in files.items():
             zf.write(path, name)
         _write(zf, "requirements.txt", requirements)
+        _write(zf, PYPI_REQUIREMENTS, pypi_only(requirements))
     return zip_path
+
+
+def pypi_only(requirements: str) -> str:
+    """The same pins without PyTorch's CPU index: where a student's network cannot reach that index, pip would
+    retry it for every package (11 minutes, seen), so the handout's README sends them to this file."""
+    kept = [line for line in requirements.splitlines() if line != CPU_INDEX]
+    return "\n".join(["# PyPI alone: torch from PyPI is the larger CUDA build on Linux, and works on a CPU too.",
+                      *kept]) + "\n"
 
 
 def shipped_files() -> list[str]:
