@@ -9,7 +9,7 @@ from otter.test_files import GradingResults, abstract_test
 from otter.test_files.ok_test import OKTestFile
 
 from assignment.spec import SPEC, Spec, load
-from autograder.otter import config, gradescope_schema, gradescope_view
+from autograder.otter import config, gradescope_schema, gradescope_view, run_gradescope
 
 GOOD = {
     "score": 3.0, "execution_time": 4.2, "output": "Graded.", "visibility": "after_published",
@@ -188,6 +188,19 @@ def test_a_part_shown_at_once_is_visible_while_the_summary_waits_for_the_most_gu
     assert gradescope_view.most_guarded(spec) == "after_published"   # parts 3 to 6 keep the default
     assert shown["tests"][0]["visibility"] == "after_published"
     assert [t["visibility"] for t in shown["tests"][1:]] == ["from the engine"] * 2   # the engine's, kept
+
+
+def test_what_students_see_at_each_moment_follows_each_entrys_visibility():
+    results = engine_results(flags=["a flag"])
+    results["tests"][0]["visibility"] = "visible"   # Part 1 shown at once, as a part made visible is
+    shown = gradescope_view.present(results, SPEC, 1.0)
+    now = gradescope_view.seen_by_students(shown, "visible")
+    published = gradescope_view.seen_by_students(shown, "after_published")
+    assert now == ["Part 1: test_a"]
+    assert published == [gradescope_view.SUMMARY_TITLE, "Part 1: test_a", "Part 2: test_b"]   # never the flags
+    report = run_gradescope.report(shown)
+    assert "  with it, at once: 1 test entry (Part 1: test_a)\n" in report
+    assert "  after publication: 3 test entries" in report
 
 
 def test_never_shown_results_say_so_and_stdout_follows_show_stdout():

@@ -1,6 +1,7 @@
 """What Gradescope shows a student, and when: the engine's results.json with the course's settings applied.
 
     present(results, spec, seconds) -> the results.json Gradescope reads
+    seen_by_students(shown, moment)  -> the entries a student reads at that moment ("visible": at once)
 
 Every test entry keeps the visibility the spec gives its part (autograder/scoring.py writes it: a part's own
 `visibility`, else show_hidden's after_published or hidden). What the student may read at once is fixed, and
@@ -68,3 +69,13 @@ def present(results: dict, spec: Spec, seconds: float) -> dict:
         shown["score"] = results["score"] / possible * target
     shown["execution_time"] = round(seconds, 2)
     return shown
+
+
+def seen_by_students(shown: dict, moment: str) -> list[str]:
+    """The names of the test entries of a presented results.json a student reads at `moment`, one of VISIBILITIES
+    but "hidden": "visible" (at once), "after_due_date" or "after_published" (each also shows what an earlier
+    moment shows; an entry without a visibility of its own follows the results' top-level one)."""
+    shown_at = VISIBILITIES[:VISIBILITIES.index(moment) + 1]
+    default = shown.get("visibility", "visible")
+    return [str(test.get("name", "?")) for test in shown.get("tests", [])
+            if test.get("visibility", default) in shown_at]

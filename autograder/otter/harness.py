@@ -99,6 +99,9 @@ def main(argv=None) -> int:
                         help="lay the layout out in DIR/autograder and keep it (default: a temporary folder)")
     args = parser.parse_args(argv)
     for path in (args.autograder_zip, args.submission):
+        if path.is_dir():
+            parser.error(f"{path} is a folder: Gradescope takes files (give the zip `python -m student.submit` "
+                         f"writes, or the .py files one by one as a student could upload them)")
         if not path.is_file():
             parser.error(f"{path}: no such file")
     from autograder.otter import gradescope_schema

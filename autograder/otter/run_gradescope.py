@@ -59,6 +59,13 @@ def report(results: dict) -> str:
     parts = [key for key in row if key.startswith("part")]
     lines += [f"  {key}: {row[key]:g}" for key in parts]
     lines.append(f"Students see now: {results['output']}")
+    for moment, words in (("visible", "with it, at once"), ("after_due_date", "after the due date"),
+                          ("after_published", "after publication")):
+        entries = gradescope_view.seen_by_students(results, moment)
+        if entries or moment == "after_published":
+            shown = "; ".join(entries[:3]) + (f"; and {len(entries) - 3} more" if len(entries) > 3 else "")
+            lines.append(f"  {words}: {len(entries)} test entr{'y' if len(entries) == 1 else 'ies'}"
+                         + (f" ({shown})" if entries else ""))
     return "\n".join(lines)
 
 
