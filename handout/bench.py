@@ -66,6 +66,17 @@ class Cell:
     status: str
     time_ms: float | None = None
     peak_bytes: int | None = None
+    slowest_ms: float | None = None   # the slowest and fastest of its timed calls: how far to trust the median
+    fastest_ms: float | None = None
+
+    @property
+    def noisy(self) -> bool:
+        """Its calls varied too much for the median to mean much: something else took the machine meanwhile."""
+        return self.status == "ok" and self.slowest_ms > NOISY * max(self.fastest_ms, 1e-6)
+
+
+NOISY = 3.0   # slowest / fastest timed call of one cell beyond which its median is not trusted
+BUSY = 0.75   # load average per core beyond which the machine was busy with something else
 
 
 def is_out_of_memory(error: BaseException) -> bool:
@@ -78,7 +89,8 @@ def synchronize(device):
         torch.cuda.synchronize(device)
 
 
-def median_ms(fn, device, repeat: int) -> float:
+def timed_ms(fn, device, repeat: int) -> tuple[float, float, float]:
+    """(median, slowest, fastest) of repeat timed calls, in milliseconds."""
     times = []
     for _ in range(repeat):
         synchronize(device)
@@ -86,7 +98,7 @@ def median_ms(fn, device, repeat: int) -> float:
         fn()
         synchronize(device)
         times.append((time.perf_counter() - begin) * 1e3)
-    return statistics.median(times)
+    return statistics.median(times), max(times), min(times)
 
 
 def peak_bytes(fn, device) -> int:
@@ -171,7 +183,8 @@ def measure(name, config: Config, modules: dict, length: int, problems: dict, ou
         with torch.no_grad():
             call = make_call(name, config, modules, length)
             outputs[name] = call()          # the warm-up, and the output the agreement check uses
-            return Cell("ok", median_ms(call, config.device, config.repeat), peak_bytes(call, config.device))
+            median, slowest, fastest = timed_ms(call, config.device, config.repeat)
+            return Cell("ok", median, peak_bytes(call, config.device), slowest, fastest)
     except Exception as error:  # noqa: BLE001 - whatever your code raises is reported, not fatal
         outputs.pop(name, None)
         # Out of memory here means out of memory at every longer length too: do not try them.
@@ -223,13 +236,16 @@ def number(value: float) -> str:
 def table(config: Config, results: dict) -> str:
     """A markdown table: time and memory of each path, and manual/fused for both."""
     def cell(result: Cell, memory: bool) -> str:
-        return number(result.peak_bytes / MIB if memory else result.time_ms) if result.status == "ok" else result.status
+        if result.status != "ok":
+            return result.status
+        return number(result.peak_bytes / MIB) if memory else number(result.time_ms) + "*" * result.noisy
 
     def ratio(manual: Cell, fused: Cell, memory: bool) -> str:
         if manual.status != "ok" or fused.status != "ok":
             return "-"
         top, bottom = (manual.peak_bytes, fused.peak_bytes) if memory else (manual.time_ms, fused.time_ms)
-        return f"{top / bottom:.1f}" if bottom else "-"
+        unsure = not memory and (manual.noisy or fused.noisy)
+        return number(top / bottom) + "*" * unsure if bottom else "-"
 
     header = ["L", "manual ms", "fused ms", "SDPA ms", "manual/fused", "manual MiB", "fused MiB", "SDPA MiB",
               "manual/fused"]
@@ -245,13 +261,30 @@ def table(config: Config, results: dict) -> str:
     return "\n".join(lines)
 
 
-def report(config: Config, results: dict, problems: dict, disagreements: list, worst: float | None) -> str:
+def reliability(results: dict, load: tuple[float, float]) -> list[str]:
+    """Lines that say which timings not to trust, and why: a cell whose calls varied more than NOISY times, and a
+    machine whose load average (before and after the run) says something else was running."""
+    noisy = [f"{LABELS[name].strip()} at L={length} ({number(c.fastest_ms)} to {number(c.slowest_ms)} ms)"
+             for name in PATHS for length, c in results[name].items() if c.noisy]
+    cores, busiest = os.cpu_count() or 1, max(load)
+    lines = []
+    if noisy:
+        lines.append(f"* unreliable: its timed calls varied more than {NOISY:g} times: {'; '.join(noisy)}")
+    if busiest > BUSY * cores:
+        lines.append(f"the machine was busy (load average {busiest:.1f} on {cores} core(s)): the times above are "
+                     f"not the code's alone; close other programs and run again")
+    return lines
+
+
+def report(config: Config, results: dict, problems: dict, disagreements: list, worst: float | None,
+           load: tuple[float, float] = (0.0, 0.0)) -> str:
     dtype = str(config.dtype).removeprefix("torch.")
     lines = [f"Attention on {config.device.type}, torch {torch.__version__}, {dtype}, B={config.batch}, "
              f"H={config.heads}, E={config.dim} (D={config.dim // config.heads}), "
              f"{'causal' if config.causal else 'no mask'}, forward only", "", table(config, results), "",
              f"time: median of {config.repeat} calls after a warm-up call; {MEMORY_METHOD[config.device.type]}",
-             "OOM: out of memory at this length; n/i: not implemented yet; error: your code raised (see below)"]
+             "OOM: out of memory at this length; n/i: not implemented yet; error: your code raised (see below)",
+             *reliability(results, load)]
     for name in PATHS:
         grown = [(length, c.peak_bytes) for length, c in results[name].items() if c.status == "ok" and c.peak_bytes]
         if len(grown) > 1:
@@ -298,7 +331,7 @@ def as_json(config: Config, results: dict, problems: dict, disagreements: list) 
     return {"device": config.device.type, "dtype": str(config.dtype).removeprefix("torch."),
             "batch": config.batch, "heads": config.heads, "dim": config.dim, "causal": config.causal,
             "lengths": list(config.lengths), "memory_method": MEMORY_METHOD[config.device.type],
-            "results": {name: {str(length): {"status": c.status, "time_ms": c.time_ms,
+            "results": {name: {str(length): {"status": c.status, "time_ms": c.time_ms, "noisy": c.noisy,
                                              "peak_mib": None if c.peak_bytes is None else c.peak_bytes / MIB}
                                for length, c in results[name].items()} for name in PATHS},
             "problems": {name: why for name, (_status, why) in problems.items()},
@@ -356,8 +389,10 @@ def main(argv=None) -> int:
     # Your student/ package: the one next to this file comes first on the path, then the current folder's.
     sys.path.insert(1, os.getcwd())
     print(f"Running on {config.device.type}, L = {', '.join(map(str, config.lengths))} ...", file=sys.stderr)
+    before = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0   # not on Windows
     results, problems, disagreements, worst = run(config)
-    print(report(config, results, problems, disagreements, worst))
+    after = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    print(report(config, results, problems, disagreements, worst, (before, after)))
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(as_json(config, results, problems, disagreements), indent=1))
     if not args.no_plot:

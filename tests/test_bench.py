@@ -134,6 +134,23 @@ def test_out_of_memory_is_a_table_cell_not_a_crash():
     assert "\n  manual: " not in text, "running out of memory is not a problem of the student's code"
 
 
+def test_timings_a_busy_machine_spoiled_are_marked_and_the_report_says_why():
+    bench = bench_module()
+    config = bench.Config(torch.device("cpu"), torch.float32, (64, 128), 1, 2, 8, 5, False)
+    steady = bench.Cell("ok", 0.25, 1 << 20, 0.3, 0.2)
+    results = {"manual": {64: bench.Cell("ok", 3.0, 1 << 20, 3.3, 2.9), 128: bench.Cell("ok", 9.0, 1 << 22, 9.5, 8.8)},
+               "fused": {64: bench.Cell("ok", 172.0, 1 << 20, 400.0, 0.2), 128: steady},   # one call waited
+               "sdpa": {64: steady, 128: steady}}
+    rows = table_rows(bench.table(config, results))
+    assert rows[64]["fused ms"] == "172*" and rows[64]["time manual/fused"].endswith("*")
+    assert rows[128]["fused ms"] == "0.25" and rows[128]["time manual/fused"] == "36.0"   # not "0.0"
+    busy = round(bench.BUSY * os.cpu_count() + 1, 1)   # whatever this machine's core count
+    text = bench.report(config, results, {}, [], None, load=(0.4, busy))
+    assert "* unreliable: its timed calls varied more than 3 times: fused at L=64 (0.2 to 400 ms)" in text
+    assert f"the machine was busy (load average {busy:.1f} on {os.cpu_count()} core(s))" in text
+    assert "unreliable" not in bench.report(config, {**results, "fused": {64: steady, 128: steady}}, {}, [], None)
+
+
 def test_pytorchs_own_not_implemented_error_is_an_error_not_a_missing_part():
     bench = bench_module()
     try:
