@@ -1,14 +1,16 @@
 """The traceability table of the hidden suite (grading_tests/CONTRACT.md), read and checked.
 
-Each hidden test function has one row: the test, its part, the points it is worth on a grader
-without a GPU, the graded name whose docstring holds the sentence it enforces, and that sentence.
-`problems()` lists every way the table and the suite disagree; tests/test_contract.py asserts
-there are none. `python -m tests.contract_table` prints the rows as they should be (points
-recomputed), for pasting after a change to the suite.
+Each hidden test function has one row: the test, the graded name whose docstring holds the sentence
+it enforces, and that sentence. Nothing the suite or the spec decides is restated (a test's part is its
+marker's, its points the spec's), so re-weighting a part leaves the table as it is. `problems()` lists
+every way the table, the suite and the handout disagree; tests/test_contract.py asserts there are none.
+`python -m tests.contract_table` prints a row to fill in for each hidden test that has none.
 """
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import re
 import sys
 from dataclasses import dataclass
@@ -16,20 +18,16 @@ from dataclasses import dataclass
 import pytest
 
 from autograder.paths import REPO, STUDENT_DIR
-from autograder.scoring import TestOutcome, score_outcomes
 from autograder.stubs import GRADED_MODULES
 
 CONTRACT = REPO / "grading_tests" / "CONTRACT.md"
-HEADER = "| hidden test | part | points (CPU) | handout | sentence it enforces |"
-ROW = re.compile(r"^\| `(?P<test>[\w.]+::\w+)` \| (?P<part>\d) \| (?P<points>[\d.]+) \| `(?P<where>[\w.]+)` \| "
-                 r"(?P<sentence>.*) \|$")
+HEADER = "| hidden test | handout | sentence it enforces |"
+ROW = re.compile(r"^\| `(?P<test>[\w.]+::\w+)` \| `(?P<where>[\w.?]+)` \| (?P<sentence>.*) \|$")
 
 
 @dataclass(frozen=True)
 class Row:
     test: str          # "test_part1_scaling.py::test_name"
-    part: int
-    points: float
     where: str         # "scaling.scaled_scores", "multihead.MultiHeadAttention.forward", or a module
     sentence: str
 
@@ -38,7 +36,6 @@ class Row:
 class HiddenTest:
     test: str
     part: int
-    points: float      # all its parametrizations together, on a grader without a GPU
 
 
 def table_rows(text: str | None = None) -> list[Row]:
@@ -47,8 +44,7 @@ def table_rows(text: str | None = None) -> list[Row]:
     for line in text.splitlines():
         match = ROW.match(line.strip())
         if match:
-            rows.append(Row(match["test"], int(match["part"]), float(match["points"]), match["where"],
-                            match["sentence"].strip()))
+            rows.append(Row(match["test"], match["where"], match["sentence"].strip()))
     return rows
 
 
@@ -63,24 +59,18 @@ class _Collector:
 
 
 def hidden_tests() -> list[HiddenTest]:
-    """Every hidden test function with its part and its points on this (GPU-less) machine."""
+    """Every hidden test function (its parametrizations together) with its part."""
     collector = _Collector()
-    code = pytest.main([str(REPO / "grading_tests"), "--collect-only", "-qq", "-p", "no:cacheprovider",
-                        f"--rootdir={REPO}", "-o", "addopts="], plugins=[collector])
+    with contextlib.redirect_stdout(io.StringIO()):   # pytest's own lines are not the caller's output
+        code = pytest.main([str(REPO / "grading_tests"), "--collect-only", "-qq", "-p", "no:cacheprovider",
+                            f"--rootdir={REPO}", "-o", "addopts="], plugins=[collector])
     if code != 0:
-        raise RuntimeError(f"collecting grading_tests failed (pytest exit {code})")
-    outcomes, names = [], []
-    for item in collector.items:
-        weight = item.get_closest_marker("weight")
-        skipped = any(mark.args and mark.args[0] for mark in item.iter_markers("skipif"))
-        outcomes.append(TestOutcome(item.nodeid, item.get_closest_marker("part").args[0],
-                                    weight.args[0] if weight else 1, "skipped" if skipped else "passed"))
-        names.append(f"{item.path.name}::{item.originalname}")
-    score_outcomes(outcomes)
+        raise RuntimeError(f"collecting grading_tests failed (pytest exit {code}): run "
+                           f"`python -m pytest grading_tests --collect-only` to see why")
     found: dict[str, HiddenTest] = {}
-    for name, outcome in zip(names, outcomes, strict=True):
-        before = found.get(name, HiddenTest(name, outcome.part, 0.0))
-        found[name] = HiddenTest(name, outcome.part, before.points + outcome.max_score)
+    for item in collector.items:
+        name = f"{item.path.name}::{item.originalname}"
+        found.setdefault(name, HiddenTest(name, item.get_closest_marker("part").args[0]))
     return list(found.values())
 
 
@@ -119,11 +109,8 @@ def problems(rows: list[Row], tests: list[HiddenTest], texts: dict[str, str]) ->
     for test in tests:
         row = by_test.get(test.test)
         if row is None or not row.sentence:
-            found.append(f"{test.test}: names no sentence of the handout (add a row to {CONTRACT.name})")
-            continue
-        if row.part != test.part or abs(row.points - round(test.points, 2)) > 0.005:
-            found.append(f"{test.test}: the table says part {row.part}, {row.points:g} points; the suite gives "
-                         f"part {test.part}, {round(test.points, 2):g} points")
+            found.append(f"{test.test}: names no sentence of the handout (add its row to grading_tests/"
+                         f"{CONTRACT.name}: `python -m tests.contract_table` prints it to fill in)")
     for row in rows:
         if row.test not in known:
             found.append(f"{row.test}: listed, but no such hidden test")
@@ -135,18 +122,23 @@ def problems(rows: list[Row], tests: list[HiddenTest], texts: dict[str, str]) ->
 
 
 def render(rows: list[Row]) -> str:
-    lines = [HEADER, "|---|---|---|---|---|"]
-    lines += [f"| `{r.test}` | {r.part} | {r.points:.2f} | `{r.where}` | {r.sentence} |" for r in rows]
+    lines = [HEADER, "|---|---|---|"]
+    lines += [f"| `{r.test}` | `{r.where}` | {r.sentence} |" for r in rows]
     return "\n".join(lines)
 
 
 def main() -> int:
-    """Print the table with the part and points recomputed from the suite (sentences kept)."""
-    rows = {row.test: row for row in table_rows()}
-    fresh = [Row(t.test, t.part, round(t.points, 2), rows[t.test].where if t.test in rows else "?",
-                 rows[t.test].sentence if t.test in rows else "") for t in hidden_tests()]
-    print(render(fresh))
-    return 0
+    """Print a row to fill in (the graded name, the sentence) for every hidden test the table lacks."""
+    listed = {row.test for row in table_rows()}
+    missing = [Row(t.test, "module.name", "the sentence of its docstring it enforces") for t in hidden_tests()
+               if t.test not in listed]
+    if not missing:
+        print(f"every hidden test has its row in grading_tests/{CONTRACT.name}")
+        return 0
+    print(f"Add to the first table of grading_tests/{CONTRACT.name}, each with the graded name and the sentence "
+          f"it enforces:\n")
+    print("\n".join(render(missing).splitlines()[2:]))
+    return 1
 
 
 if __name__ == "__main__":

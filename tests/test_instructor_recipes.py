@@ -39,6 +39,17 @@ def test_split_heads_of_a_single_token(student):
 '''
 
 
+CONTRACT = "grading_tests/CONTRACT.md"
+VALUES_ROW = ("| `test_part3_heads.py::test_split_heads_values` | `heads.split_heads` | where head h holds features "
+              "h*D ... (h+1)*D - 1 of every token: out[b, h, l, d] == x[b, l, h*D + d]. |\n")
+NEW_TEST_ROW = VALUES_ROW.replace("test_split_heads_values", "test_split_heads_of_a_single_token")
+SENTENCE_TESTS = ("`test_split_heads_values`, `test_head_h_holds_features_h_times_d_onwards` | "
+                  "`split-without-transpose`")   # the tests of the sentence NEW_TEST_ROW names
+SENTENCE_ROW_END = "`split-without-transpose`, `split-interleaved` |"   # of the row of the sentence ANCHOR ends
+NEW_SENTENCE_ROW = ("\n| `heads.split_heads` | The result may be a view of x (no copy is needed). "
+                    "| not graded: a freedom |  |")
+
+
 @pytest.fixture(scope="module")
 def recipes(tmp_path_factory):
     """The copy holding every recipe that can share one; returns (copy, generate's run, the self-check's run, the
@@ -51,8 +62,12 @@ def recipes(tmp_path_factory):
     # Change two parts' points.
     edit(copy, spec, part_table(copy, 1), part_table(copy, 1).replace("points = 10", "points = 15"))
     edit(copy, spec, part_table(copy, 2), part_table(copy, 2).replace("points = 30", "points = 25"))
-    # Add a hidden test to Part 3.
+    # Add a hidden test to Part 3, with its rows in the contract map (the sentence it enforces, and that sentence's
+    # tests), and the reworded docstring's new sentence its row there, as docs/instructors.md says.
     append(copy, "grading_tests/test_part3_heads.py", NEW_TEST)
+    edit(copy, CONTRACT, VALUES_ROW, VALUES_ROW + NEW_TEST_ROW)
+    edit(copy, CONTRACT, SENTENCE_TESTS, SENTENCE_TESTS.replace(" | ", ", `test_split_heads_of_a_single_token` | "))
+    edit(copy, CONTRACT, SENTENCE_ROW_END, SENTENCE_ROW_END + NEW_SENTENCE_ROW)
     # Show Part 1's tests at once.
     edit(copy, spec, part_table(copy, 1), part_table(copy, 1) + 'visibility = "visible"\n')
     # Set Gradescope's per-call timeout.
@@ -67,6 +82,16 @@ def test_recipes_leave_a_copy_whose_selfcheck_passes(recipes):
     assert generated.returncode == 0 and "rewrote" in generated.stdout, generated.stdout + generated.stderr
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "0 failed" in checked.stdout
+
+
+def test_recipes_leave_the_projects_contract_map_green(recipes):
+    """Re-weighting touches no row of grading_tests/CONTRACT.md; a new test and a new sentence need the rows the
+    recipe adds: the copy's own tests of the map pass."""
+    copy = recipes[0]
+    proc = subprocess.run([sys.executable, "-m", "pytest", "tests/test_contract.py", "-m", "not slow", "-q",
+                           "-p", "no:cacheprovider", "-o", "addopts="], cwd=copy, capture_output=True, text=True,
+                          timeout=SAFETY_NET_S, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
 
 
 def test_recipe_change_two_parts_points(recipes):
