@@ -231,6 +231,13 @@ def test_the_csv_has_one_row_per_student_with_ids_and_the_group(tmp_path):
     assert lines[0]["group"] == lines[1]["group"] == 'Ada Lovelace & =HYPERLINK("x")' and lines[2]["group"] == ""
 
 
+def test_each_row_names_its_results_file_whatever_letters_the_name_lost(tmp_path):
+    named = {**row("Zoë Ängström", 50.0), "slug": "Zo_Ngstr_m"}   # the slug the submission's name became
+    gradebook.write_csv(tmp_path, [named])
+    [line] = csv.DictReader(io.StringIO((tmp_path / "grades.csv").read_text(encoding="utf-8")))
+    assert (line["name"], line["results_file"]) == ("Zoë Ängström", "results/Zo_Ngstr_m.json")
+
+
 def columns(line: str, width: int) -> str:
     """The start of line that fills `width` terminal columns."""
     for end in range(len(line) + 1):

@@ -113,10 +113,17 @@ STUDENT_COLUMNS = ("name", "sid", "email", "submission_id", "group")
 
 def columns() -> list[str]:
     return [*STUDENT_COLUMNS, "submission", "score", "max_score", "status", "message",
-            *[f"part{p}" for p in PART_POINTS], "isolation", "flags", "peak_memory_mib", "late", "gradescope_score"]
+            *[f"part{p}" for p in PART_POINTS], "isolation", "flags", "peak_memory_mib", "late", "gradescope_score",
+            "results_file"]
 
 
-TEXT_COLUMNS = (*STUDENT_COLUMNS, "submission", "message", "isolation", "flags")
+TEXT_COLUMNS = (*STUDENT_COLUMNS, "submission", "message", "isolation", "flags", "results_file")
+
+
+def results_file(row: dict) -> str:
+    """Where the row's feedback is, from the output folder: its name is the submission's made safe for any file
+    system (letters outside ASCII and separators go), so a grader finds it here, not by the name."""
+    return f"results/{row['slug']}.json"
 
 
 def student_rows(row: dict) -> list[dict]:
@@ -136,6 +143,7 @@ def write_csv(out: pathlib.Path, rows: list[dict]) -> None:
     writer.writeheader()
     for row in sorted(rows, key=lambda r: (r["submission"].lower(), r["slug"])):
         for line in student_rows(row):
+            line["results_file"] = results_file(row)
             writer.writerow({**line, **{key: csv_cell(str(line.get(key) or "")) for key in TEXT_COLUMNS}})
     atomic_write(out / "grades.csv", buffer.getvalue())
 
