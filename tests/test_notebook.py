@@ -103,6 +103,19 @@ def test_master_is_valid_otter_assign_input():
     assert not any(cell.get("outputs") for cell in notebook.cells), "commit the master without outputs"
 
 
+def test_a_question_with_points_nothing_grades_is_refused_by_the_build():
+    from autograder.otter import master, packaging
+    text = MASTER.read_text()
+    assert master.questions_with_points(text) == []   # the master's questions are all worth 0
+    scored = text.replace('"name: q_sqrt_d\\n",\n    "manual: true\\n",\n    "points: 0"',
+                          '"name: q_sqrt_d\\n",\n    "manual: true\\n",\n    "points: 5"')
+    assert scored != text
+    assert master.questions_with_points(scored) == ["q_sqrt_d (cell 10): points: 5"]
+    with pytest.raises(packaging.BuildError, match=r"q_sqrt_d \(cell 10\): points: 5 carry points, which nothing "
+                                                   r"grades.*Set `points: 0`"):
+        packaging.check_master(scored)
+
+
 def test_notebook_defines_no_graded_function_and_imports_the_student_package():
     tree = ast.parse(code_of(nbformat.read(MASTER, as_version=4)))
     defined = set()

@@ -2,6 +2,7 @@
 
     for_spec(text, spec)          the master's JSON without the cells of parts the spec does not declare
     questions_with_tests(text)    the Otter questions that carry their own tests (refused by the build)
+    questions_with_points(text)   the Otter questions that carry points (refused: nothing would grade them)
 
 A cell tagged `part-N` belongs to Part N (or needs it, as the epilogue needs Part 5): when the spec has
 no Part N, the cell is left out of both versions of the notebook, so a course that drops a part drops its
@@ -10,7 +11,8 @@ section, its check cell and its questions with one edit of assignment/assignment
 Only student/ is graded (by grading_tests/). An Otter question with `# BEGIN TESTS` cells would ship a
 `grader.check(...)` cell that fails in the handout and points that are never graded, so the build refuses
 it and says where the test belongs instead. The markers are Otter Assign's (otter/assign/blocks.py): raw
-cells whose first line is `# BEGIN QUESTION`, `# BEGIN TESTS`, `# END TESTS`, `# END QUESTION`.
+cells whose first line is `# BEGIN QUESTION`, `# BEGIN TESTS`, `# END TESTS`, `# END QUESTION`. A question's
+`points:` (a manual one's too) would be points that exist nowhere: the spec's parts are the whole grade.
 """
 from __future__ import annotations
 
@@ -60,4 +62,19 @@ def questions_with_tests(text: str) -> list[str]:
             label = f"{question or 'a test outside any question'} (cell {start if question else index})"
             if label not in found:
                 found.append(label)
+    return found
+
+
+def questions_with_points(text: str) -> list[str]:
+    """'q_name (cell N): points: 5' for every Otter question of the master notebook whose configuration gives it
+    points (any number but 0, or a list of them)."""
+    found = []
+    for index, cell in enumerate(json.loads(text)["cells"]):
+        if _marker(cell, "begin", "question"):
+            source = "".join(cell["source"])
+            points = re.search(r"^points:\s*(.+?)\s*$", source, re.M)
+            if points and any(float(number) for number in re.findall(r"\d+(?:\.\d*)?", points.group(1))):
+                name = re.search(r"^name:\s*(\S+)", source, re.M)
+                found.append(f"{name.group(1) if name else 'an unnamed question'} (cell {index}): "
+                             f"points: {points.group(1)}")
     return found

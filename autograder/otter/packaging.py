@@ -112,6 +112,12 @@ def check_master(text: str) -> None:
                          f"grading_tests/: move each test into grading_tests/test_part<N>_*.py (a test of Part N) "
                          f"and delete the # BEGIN TESTS ... # END TESTS cells, or the handout would ship a "
                          f"grader.check cell that fails and points that are never graded")
+    scored = master.questions_with_points(text)
+    if scored:
+        raise BuildError(f"{MASTER_NOTEBOOK.relative_to(REPO)}: the Otter question(s) {'; '.join(scored)} carry "
+                         f"points, which nothing grades: the hidden suite grades student/, and the parts of "
+                         f"assignment/assignment.toml are the whole grade. Set `points: 0` to keep a question "
+                         f"ungraded, or give its points to a part")
 
 
 def student_notebook(master_path: pathlib.Path, dest: pathlib.Path, spec: Spec = SPEC) -> pathlib.Path:
