@@ -155,7 +155,7 @@ def report_lines(run, out: str) -> list[str]:
                      + (f"; left closed while another grading run on this machine uses them (the last to end puts "
                         f"them back): {_some(run.left_closed)}" if run.left_closed else ""))
     if run.not_put_back:
-        lines.append(f"permissions: not put back (gone or replaced since): {', '.join(run.not_put_back)}")
+        lines.append(f"permissions: not put back (gone or replaced since): {_some(run.not_put_back)}")
     if run.repeats is not None:
         lines.append(f"repeat: {len(run.repeats)} submission(s) got a different result when graded again "
                      f"({where(out, 'repeat.csv')})")
@@ -167,5 +167,8 @@ def report_lines(run, out: str) -> list[str]:
 
 
 def _some(paths: list, shown: int = 4) -> str:
+    """The first paths, printable (a folder's name may be any bytes, and a student may have chosen it)."""
+    from autograder.engine.sanitize import printable
+
     more = len(paths) - shown
-    return ", ".join(map(str, paths[:shown])) + (f" and {more} more" if more > 0 else "")
+    return ", ".join(printable(str(path)) for path in paths[:shown]) + (f" and {more} more" if more > 0 else "")
