@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import json
+import pathlib
 import re
 from dataclasses import dataclass
 
@@ -216,8 +217,10 @@ def _readable(name: str, text: str) -> list[str]:
 
 def student_view_problems(files: dict[str, str], spec: Spec) -> list[Problem]:
     """files: name -> text of what students receive (the handout's files, the student notebook). Every line
-    that names a part the spec does not declare."""
-    found = []
+    that names a part the spec does not declare, and every docstring of given code (a function of a graded
+    module that no part grades, as _fused_attention once Part 6 is dropped) that still says how the grader
+    checks it."""
+    found = [*_given_code_problems(files, spec)]
     for name, text in sorted(files.items()):
         for number, line in enumerate(_readable(name, text), start=1):
             gone = sorted(mentioned_parts(line) - set(spec.numbers))
@@ -226,3 +229,32 @@ def student_view_problems(files: dict[str, str], spec: Spec) -> list[Problem]:
                 found.append(Problem(f"{name}:{number}" if not name.endswith(".ipynb") else name,
                                      f"names Part {listed}, which the spec does not declare: {line.strip()[:100]!r}"))
     return found
+
+
+def _given_code_problems(files: dict[str, str], spec: Spec) -> list[Problem]:
+    graded = {name for part in spec.parts for name in part.names}
+    modules = {f"{module}.py" for module in spec.modules}
+    found = []
+    for name, text in sorted(files.items()):
+        if name.endswith(".ipynb") or pathlib.PurePosixPath(name).name not in modules:
+            continue
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue   # the reference's own problems are found elsewhere
+        for qualname, node in _functions(tree):
+            docstring = ast.get_docstring(node) or ""
+            if qualname not in graded and "grader" in docstring:
+                line = next(line for line in docstring.splitlines() if "grader" in line)
+                found.append(Problem(f"{name}:{node.lineno}", f"the docstring of {qualname}, which no part grades, "
+                                                              f"says how the grader checks it: {line.strip()[:100]!r}"))
+    return found
+
+
+def _functions(node, prefix: str = ""):
+    """(qualname, node) of every function and method under node."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.ClassDef)):
+            if isinstance(child, ast.FunctionDef):
+                yield prefix + child.name, child
+            yield from _functions(child, prefix + child.name + ".")

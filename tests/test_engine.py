@@ -122,6 +122,18 @@ def test_the_zoo_covers_every_family(zoo):
     assert {e.status for e in zoo.expectations} == {"graded", "error", "timeout"}
 
 
+def test_a_course_that_drops_a_part_expects_no_points_lost_in_it(tmp_path):
+    import dataclasses
+
+    from assignment.spec import SPEC
+    from autograder import adversarial
+    without_6 = dataclasses.replace(SPEC, parts=tuple(part for part in SPEC.parts if part.number != 6))
+    names = {entry.expectation.name for entry in adversarial.entries(tmp_path, spec=without_6)}
+    every = {entry.expectation.name for entry in adversarial.entries(tmp_path)}
+    assert every - names == {"bug-fused-path-is-manual"}   # it could lose points only in Part 6
+    assert "bug-sdpa-in-manual-path" in names   # it loses Part 5's too
+
+
 def test_grades_csv_has_the_columns_and_one_row_per_submission(zoo):
     with open(zoo.out / "grades.csv", newline="") as handle:
         reader = csv.DictReader(handle)

@@ -174,6 +174,9 @@ REWORDED = {   # file -> (old, new): the places the self-check names once Part 6
          "                torch.nn.functional.scaled_dot_product_attention (given)."),
         ('        """Part 6: the attention step through torch.nn.functional.scaled_dot_product_attention.',
          '        """The attention step through torch.nn.functional.scaled_dot_product_attention (given).'),
+        ("        It must work whichever SDPA backend torch picks: the grader also runs it\n"
+         "        with SDPA restricted to its math backend, which refuses an attn_mask\n"
+         "        together with is_causal=True.", "        It works whichever SDPA backend torch picks."),
     ],
     "handout/README.md": [
         ("- Part 6 compares both of your paths with plain PyTorch math and says which one disagrees:\n"
