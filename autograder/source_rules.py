@@ -17,7 +17,7 @@ from this reader: it is the data the submission consists of.
 
 A name assembled at run time (getattr(torch._C, "Disable" + "TorchFunction")) still shows as a reach into
 torch._C; one taken from elsewhere (an attribute of an object found through gc) shows as nothing here, and
-the README says so.
+docs/testing.md says so (Fair points).
 """
 from __future__ import annotations
 
