@@ -5,9 +5,9 @@
 Grades submissions (folders or zips holding student/, folders of them, or a Gradescope
 export named itself: its folder or its zip) with the hidden suite, each in its
 own sandbox, into DIR: grades.csv (one row per student), results/<submission>.json (Gradescope
-schema), summary.png, and for the instructor: tests.csv and tests.png (what the class got wrong, per
-hidden test), similarity.csv and similarity.html (pairs of submissions whose code is alike: a flag for
-a human, never points) and, for an export, gradescope.csv (every score that differs from Gradescope's).
+schema), then the class reports for the instructor: summary.png, tests.csv and tests.png (what the class got
+wrong, per hidden test), similarity.csv and similarity.html (pairs of submissions whose code is alike: a flag
+for a human, never points) and, for an export, gradescope.csv (every score that differs from Gradescope's).
 Run it again with the same --out to finish an interrupted run; a submission changed since it was
 graded is graded again. --regrade grades everything again after a change of the suite or the limits,
 keeping the earlier results in DIR/earlier/ and listing what changed in changes.csv. The limits
@@ -16,159 +16,57 @@ default to the spec's settings (assignment/assignment.toml).
 Exit status: 0 when at least one submission was graded; 1 when every row is an error (nothing
 could be graded: most likely the wrong folder was given); 2 for a missing path or an export zip
 that cannot be read; 130 when interrupted.
+
+The grading is the runtime's batch command (autograder/engine/command.py, what Gradescope's run calls); the
+reports are made afterwards, from the output folder (autograder/reports/).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
+from autograder.engine import command
 
-def parser() -> argparse.ArgumentParser:
-    from autograder.engine.limits import Limits  # the spec: after the template started (main)
 
-    defaults = Limits()
-    p = argparse.ArgumentParser(prog="python -m autograder grade", description="\n\n".join(__doc__.split("\n\n")[1:]),
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="a submission (folder or .zip), a folder of them, or a Gradescope export (folder or .zip)")
-    p.add_argument("--out", required=True, help="output folder (created; reused to resume)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                   help="submissions graded at once (default: the core count)")
-    p.add_argument("--timeout", type=float, default=defaults.call_timeout,
-                   help=f"CPU seconds one call into student code may take (default {defaults.call_timeout:g}); "
-                        f"{defaults.wall_factor:g} times that of load-free time (wall-clock time less waits for a "
-                        f"busy machine's CPU)")
-    p.add_argument("--budget", type=float, default=defaults.budget,
-                   help=f"seconds of student code per submission, of CPU time and of load-free time "
-                        f"(default {defaults.budget:g}); the points earned before it runs out are kept")
-    p.add_argument("--memory-gb", type=float, default=defaults.memory_bytes / 2**30,
-                   help=f"memory of a sandbox in GiB, all its processes together where the memory layer holds, "
-                        f"else the address space of each (default {defaults.memory_bytes / 2**30:g})")
-    p.add_argument("--keep", metavar="DIR", default=None,
-                   help="keep, per submission, its trusted-side pytest log and its sandboxes' output in DIR/<name>/ "
-                        "(a grader error row names the file)")
-    p.add_argument("--force", metavar="NAME", action="append", default=[],
-                   help="grade this submission again although out/ has its result (repeatable; its name in "
-                        "grades.csv, or its results file's name). A submission whose content changed since it "
-                        "was graded is graded again without being asked, and its row says so")
-    p.add_argument("--regrade", action="store_true",
-                   help="grade every submission again (after the suite, the reference or the limits changed): the "
-                        "earlier results move to DIR/earlier/<time>/ and DIR/changes.csv lists every submission whose "
-                        "score or any test's verdict changed")
-    p.add_argument("--repeat", type=int, default=1, metavar="N",
-                   help="grade every submission N times in all (DIR/repeat-2/ ...) and list in DIR/repeat.csv every "
-                        "submission whose result differed: a flaky test, or code whose result depends on the run")
-    p.add_argument("--due", metavar="TIME", default=None,
-                   help="the due date, as 2026-11-20T23:59:00-05:00, for the late column where an export's metadata "
-                        "names none (hours after it; no late policy is applied)")
-    p.add_argument("--private", metavar="PATH", action="append", default=[],
-                   help="a file or folder of the grader's that no sandbox may read (repeatable): closed to other "
-                        "users when sandboxes have their own user id, and named in the isolation line if a sandbox "
-                        "could still read it (Gradescope's runner passes /autograder/submission_metadata.json)")
+def parser():
+    p = command.parser("python -m autograder grade", __doc__)
     p.add_argument("--no-similarity", dest="similarity_report", action="store_false",
                    help="write no similarity report (a run whose class report nobody reads, as the self-check's)")
-    p.add_argument("--no-exports", dest="exports", action="store_false",
-                   help="read no PATH as a Gradescope export: each is a submission or a folder of them (how the "
-                        "Gradescope harness grades one upload, which a student could dress up as an export)")
     return p
 
 
 def main(argv=None) -> int:
-    from autograder.engine.pool import Template
+    code, run, args = command.grade(argv, parser())
+    if run is None:
+        return code
+    from autograder import reports
+    from autograder.reports import analytics
 
-    # First of all: torch's import in the template (0.8 s) runs side by side with everything before the first job.
-    template = Template()
-    try:
-        return _grade(argv, template)
-    finally:
-        template.close()   # grade_all closed it already where it ran
-
-
-def _grade(argv, template) -> int:
-    args = parser().parse_args(argv)
-    if args.workers < 1 or args.timeout <= 0 or args.budget <= 0 or args.memory_gb <= 0 or args.repeat < 1:
-        print("grade: --workers, --timeout, --budget, --memory-gb and --repeat must be positive", file=sys.stderr)
-        return 2
-    from autograder.engine import recorded
-    due = recorded.when(args.due) if args.due else None
-    if args.due and due is None:
-        print(f"grade: --due {args.due!r} is not a date with a time zone, as 2026-11-20T23:59:00-05:00",
-              file=sys.stderr)
-        return 2
-    from autograder.engine.limits import Limits
-
-    limits = Limits(call_timeout=args.timeout, budget=args.budget, memory_bytes=int(args.memory_gb * 2**30))
-    from autograder.engine import analytics, batch, gradebook, load_free, submissions
-    try:
-        run = batch.grade_all(args.paths, args.out, workers=args.workers, limits=limits, keep=args.keep,
-                              private=args.private, force=args.force, regrade=args.regrade, repeat=args.repeat, due=due,
-                              similarity_report=args.similarity_report, exports=args.exports, template=template)
-    except (FileNotFoundError, KeyError, batch.SetupError) as error:
-        print(f"grade: {error.args[0] if isinstance(error, KeyError) else error}", file=sys.stderr)
-        return 2
-    except submissions.SubmissionError as error:
-        print(f"grade: cannot read the export: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"\ngrade: interrupted; what was graded is kept in {args.out}: run the same command again to finish",
-              file=sys.stderr)
-        return 130
-    rows = run.rows
-    print(gradebook.table(rows, most_failed=analytics.most_failed(run.tests)))
-    print(f"\nisolation: {run.note}")
-    if not load_free.kernel_reports_waits():
-        print("limits: this kernel reports no run-queue delay (/proc/PID/schedstat), so the limits on time that is "
-              "not CPU time are wall-clock time here: a busy machine can reach them")
-    for line in report_lines(run, args.out):
+    written = reports.write(args.out, run, similarity=args.similarity_report)
+    print(command.gradebook_table(run.rows, most_failed=analytics.most_failed(written.tests)))
+    for line in command.closing_lines(run, args.out)[:-1] + report_lines(run, written, args.out):
         print(line)
-    if rows and all(row["status"] == "error" for row in rows):
-        print(f"grade: none of the {len(rows)} submission(s) could be graded (every row is an error): was the "
-              f"right folder given? Each PATH must be a submission holding student/, a folder of them, or a "
-              f"Gradescope export", file=sys.stderr)
-        return 1
-    return 0
+    return code
 
 
-def report_lines(run, out: str) -> list[str]:
-    """The closing lines: what was written, and what asks for the grader's attention."""
-    from autograder.engine import recorded
+def report_lines(run, written, out: str) -> list[str]:
+    """The reports' closing lines: what was written, and what asks for the grader's attention."""
+    from autograder.reports import recorded_scores
     where = os.path.join
-    scored = any(map(recorded.scored, run.rows))   # an export with Gradescope's scores
-    lines = [f"similarity: {run.similarity_stopped}"] if run.similarity_stopped else [] if run.flagged is None else [
-        f"similarity: {run.flagged} pair(s) of submissions to look at ({where(out, 'similarity.html')}, "
+    scored = any(map(recorded_scores.scored, run.rows))   # an export with Gradescope's scores
+    lines = [f"similarity: {written.similarity_stopped}"] if written.similarity_stopped else [] \
+        if written.flagged is None else [
+        f"similarity: {written.flagged} pair(s) of submissions to look at ({where(out, 'similarity.html')}, "
         f"similarity.csv); a flag for a human, never points"]
     if scored:
-        lines.append(f"gradescope: {len(run.disagreements)} submission(s) scored differently from the score Gradescope "
-                     f"recorded ({where(out, 'gradescope.csv')})")
-    if run.changes is not None:
-        flipped = sum(len(c.flips) for c in run.changes)
-        lines.append(f"regrade: {len(run.changes)} submission(s) changed ({flipped} test verdicts flipped), listed in "
-                     f"{where(out, 'changes.csv')}; the earlier results are in {run.earlier}")
-    elif run.stale:
-        lines.append(f"warning: {run.stale} result(s) kept in {out} were graded with another (or an unrecorded) "
-                     f"suite, reference or limits than this run's: --regrade grades them again and says what changed")
-    if run.closed:
-        back = [path for path in run.closed if path not in run.left_closed and path not in run.not_put_back]
-        lines.append("permissions: closed to other users while the sandboxes ran (each has a user id of its own)"
-                     + (f"; put back: {_some(back)}" if back else "")
-                     + (f"; left closed while another grading run on this machine uses them (the last to end puts "
-                        f"them back): {_some(run.left_closed)}" if run.left_closed else ""))
-    if run.not_put_back:
-        lines.append(f"permissions: not put back (gone or replaced since): {_some(run.not_put_back)}")
-    if run.repeats is not None:
-        lines.append(f"repeat: {len(run.repeats)} submission(s) got a different result when graded again "
-                     f"({where(out, 'repeat.csv')})")
+        lines.append(f"gradescope: {len(written.disagreements)} submission(s) scored differently from the score "
+                     f"Gradescope recorded ({where(out, 'gradescope.csv')})")
     lines.append(f"wrote {where(out, 'grades.csv')}, {where(out, 'results')}/, tests.csv"
-                 + (", summary.png, tests.png" if run.charts else " (no pictures for a gradebook of one row)")
-                 + (", similarity.csv, similarity.html" if run.flagged is not None else "")
+                 + (", summary.png, tests.png" if written.charts else " (no pictures for a gradebook of one row)")
+                 + (", similarity.csv, similarity.html" if written.flagged is not None else "")
                  + (", gradescope.csv" if scored else ""))
     return lines
 
 
-def _some(paths: list, shown: int = 4) -> str:
-    """The first paths, printable (a folder's name may be any bytes, and a student may have chosen it)."""
-    from autograder.engine.sanitize import printable
-
-    more = len(paths) - shown
-    return ", ".join(printable(str(path)) for path in paths[:shown]) + (f" and {more} more" if more > 0 else "")
+if __name__ == "__main__":
+    sys.exit(main())

@@ -144,9 +144,10 @@ def grade(chosen: list[Case], autograder_zip: pathlib.Path, out: pathlib.Path, w
     with zipfile.ZipFile(autograder_zip) as zf:
         zf.extractall(source)
     write_cases(chosen, out / "submissions")
+    # The runtime's command: results and grades.csv, no class report (nobody would read one of edits of one
+    # reference, where every pair is alike).
     engine_bridge.run_engine([out / "submissions"], out / "grades", source, workers=workers,
-                             timeout=engine_bridge.GRADE_TIMEOUT_S + 60 * len(chosen), env=env,
-                             options=("--no-similarity",))   # the class report: nobody reads it here
+                             timeout=engine_bridge.GRADE_TIMEOUT_S + 60 * len(chosen), env=env)
     return read_results(out / "grades")
 
 

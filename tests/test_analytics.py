@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 
-from autograder.engine import analytics, chart, gradebook
+from autograder.engine import gradebook
+from autograder.reports import analytics, chart, summary
 
 HINT = "Hint: matches q @ k^T without scaling: did you multiply by 1/sqrt(E)?"
 
@@ -86,12 +88,14 @@ def test_summary_png_does_not_count_error_rows_as_zeros(tmp_path, monkeypatch):
     monkeypatch.setattr(chart, "draw", lambda scores, title, *rest: drawn.update(scores=scores, title=title) or b"")
     rows = [{"status": status, "score": score, **{f"part{p}": 0.0 for p in range(1, 7)}}
             for status, score in (("graded", 90.0), ("timeout", 40.0), ("error", 0.0))]
-    gradebook.write_summary_png(tmp_path, rows)
+    summary.write(tmp_path, rows)
     assert drawn["scores"] == [90.0, 40.0] and "1 errors not counted" in drawn["title"]
 
 
-def test_on_the_graded_zoo_every_test_is_listed_and_every_bug_shows_in_its_part(graded_zoo):
-    out = graded_zoo.out / "grades"
+def test_on_the_graded_zoo_every_test_is_listed_and_every_bug_shows_in_its_part(graded_zoo, tmp_path):
+    out = tmp_path   # the reports are made from the batch's output folder, after it (here a copy of its results)
+    shutil.copytree(graded_zoo.out / "grades" / "results", out / "results")
+    analytics.write(out, list(gradebook.load_done(graded_zoo.out / "grades")[0].values()))
     table = list(csv.DictReader((out / "tests.csv").open()))
     correct = sum(case.kind in ("reference", "variant") for case in graded_zoo.cases.values())
     assert table and all(int(row["passed"]) >= correct for row in table), "a correct submission failed a test"
@@ -101,9 +105,11 @@ def test_on_the_graded_zoo_every_test_is_listed_and_every_bug_shows_in_its_part(
     assert (out / "tests.png").read_bytes().startswith(b"\x89PNG")
 
 
-def test_the_self_checks_batch_writes_no_similarity_report_nobody_reads(graded_zoo):
-    """--no-similarity: the self-check grades edits of one reference, whose similarity report (every pair alike)
-    would cost more than the grading; a grader's run writes it (tests/test_regrade.py reads one)."""
+def test_the_runtimes_batch_writes_results_and_grades_and_no_class_report(graded_zoo):
+    """The self-check grades with the engine shipped in autograder.zip, as Gradescope's run does: it writes the
+    results and grades.csv and stops; the class reports are the instructor's command's (tests/test_regrade.py
+    reads a similarity report it wrote)."""
     out = graded_zoo.out / "grades"
-    assert (out / "grades.csv").is_file()
-    assert not (out / "similarity.csv").exists() and not (out / "similarity.html").exists()
+    assert (out / "grades.csv").is_file() and any((out / "results").glob("*.json"))
+    assert not [name for name in ("tests.csv", "tests.png", "summary.png", "similarity.csv", "similarity.html",
+                                  "gradescope.csv") if (out / name).exists()]

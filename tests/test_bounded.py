@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from autograder.engine import bounded
-from autograder.engine.bounded import StepLimits, Stopped
+from autograder.reports import bounded
+from autograder.reports.bounded import StepLimits, Stopped
 
 ROOMY = StepLimits(memory_bytes=4 << 30, cpu_seconds=30, load_free_seconds=60.0)
 

@@ -146,7 +146,7 @@ def test_autograder_zip_carries_runner_plugin_engine_and_hidden_suite(dist):
     otter_config = json.loads(read(autograder, "otter_config.json"))
     assert otter_config["plugins"] == [config.LOADER_PLUGIN] and otter_config["grade_from_log"] is False
     assert otter_config["show_hidden"] is True and otter_config["show_stdout"] is False
-    for needed in ["run_autograder", "setup.sh", "requirements.txt", "autograder/grade_cli.py",
+    for needed in ["run_autograder", "setup.sh", "requirements.txt", "autograder/engine/command.py",
                    "autograder/engine/sandbox.py", "autograder/otter/run_gradescope.py",
                    "autograder/otter/plugin.py", "autograder/otter/engine_bridge.py", "grading_tests/conftest.py",
                    f"files/{packaging.NOTEBOOK_NAME}"]:

@@ -8,6 +8,7 @@ import json
 from autograder.engine import changes, recorded
 from autograder.engine.limits import Limits
 from autograder.engine.submissions import _field
+from autograder.reports import recorded_scores
 
 
 def results(folder, slug, verdicts: dict[str, str]):
@@ -72,10 +73,10 @@ def test_every_score_that_differs_from_gradescopes_is_listed_and_no_other(tmp_pa
             {"submission": "b", "score": 90.0, "gradescope_score": 85.0, "status": "graded", "submission_id": "7",
              "submitters": [{"name": "B", "sid": "0042", "email": ""}]},
             {"submission": "c", "score": 0.0, "gradescope_score": "", "status": "error"}]
-    assert [r["submission"] for r in recorded.write_disagreements(tmp_path, rows)] == ["b"]
+    assert [r["submission"] for r in recorded_scores.write(tmp_path, rows)] == ["b"]
     listed = list(csv.DictReader((tmp_path / "gradescope.csv").open()))
     assert [(r["submission"], r["students"], r["difference"]) for r in listed] == [("b", "0042", "5.0")]
-    assert recorded.write_disagreements(tmp_path / "none", rows[2:]) == []   # nothing recorded: no file
+    assert recorded_scores.write(tmp_path / "none", rows[2:]) == []   # nothing recorded: no file
     assert not (tmp_path / "none").exists()
 
 

@@ -1,4 +1,4 @@
-"""summary.png (autograder/engine/chart.py): what it counts and where it draws it."""
+"""summary.png (autograder/reports/chart.py): what it counts and where it draws it."""
 from __future__ import annotations
 
 import io
@@ -6,7 +6,7 @@ import io
 import pytest
 from PIL import Image
 
-from autograder.engine import chart
+from autograder.reports import chart
 
 
 def test_scores_fall_in_five_point_bins_and_100_in_the_last():

@@ -51,8 +51,7 @@ import sys
 from autograder.engine import batch
 from autograder.engine.limits import Limits
 limit = 32 << 20 if sys.argv[3] == "on" else 1 << 40   # off: a limit nothing reaches
-batch.grade_all([sys.argv[1]], sys.argv[2], workers=1, limits=Limits(scratch_bytes=limit),
-                similarity_report=False)
+batch.grade_all([sys.argv[1]], sys.argv[2], workers=1, limits=Limits(scratch_bytes=limit))
 '''
 
 

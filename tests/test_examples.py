@@ -42,7 +42,7 @@ def test_the_example_class_grades_into_a_gradebook(tmp_path):
     feedback = json.loads((out / "results" / "bob.json").read_text())
     assert any("1/sqrt(E)" in test["output"] for test in feedback["tests"])
     assert (out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    # The class's similarity report, written by default (the self-check's batch skips it: --no-similarity).
+    # The class's similarity report, written by default by the grade command (not by the runtime's batch).
     assert (out / "similarity.csv").read_text().startswith("first,second,similarity,")
     assert (out / "similarity.html").read_text().startswith("<!doctype html>")
     assert "similarity:" in proc.stdout

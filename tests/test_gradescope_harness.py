@@ -168,7 +168,7 @@ def test_an_engine_failure_tells_the_student_it_is_not_their_fault(files, dist, 
     with zipfile.ZipFile(dist / "autograder.zip") as source, zipfile.ZipFile(broken, "w") as target:
         for item in source.infolist():
             data = source.read(item)
-            if item.filename == "autograder/__main__.py":
+            if item.filename == "autograder/engine/command.py":
                 data = b"import sys\nprint('engine exploded')\nsys.exit(3)\n"
             target.writestr(item, data)
     run = harness.run(broken, files["stubs"], tmp_path / "run")

@@ -234,14 +234,20 @@ def test_the_bridge_passes_the_engines_scores_on_and_refuses_its_failures(tmp_pa
 def test_the_bridge_says_when_the_engine_is_missing_or_fails(tmp_path):
     with pytest.raises(engine_bridge.GradingFailed, match="holds no grading engine"):
         engine_bridge.grade_submission(tmp_path, tmp_path)
-    fake = tmp_path / "source" / "autograder"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("")
-    (fake / "grade_cli.py").write_text("")
-    (fake / "__main__.py").write_text("import sys\nprint('engine exploded')\nsys.exit(3)\n")
+    fake = fake_engine(tmp_path / "source", "import sys\nprint('engine exploded')\nsys.exit(3)\n")
     write_submission(tmp_path / "submission")
     with pytest.raises(engine_bridge.GradingFailed, match=r"exit 3\)[\s\S]*engine exploded"):
-        engine_bridge.grade_submission(tmp_path / "submission", fake.parent)
+        engine_bridge.grade_submission(tmp_path / "submission", fake)
+
+
+def fake_engine(source: pathlib.Path, command: str) -> pathlib.Path:
+    """A source folder whose runtime batch command (autograder/engine/command.py) is `command`."""
+    engine = source / "autograder" / "engine"
+    engine.mkdir(parents=True)
+    (source / "autograder" / "__init__.py").write_text("")
+    (engine / "__init__.py").write_text("")
+    (engine / "command.py").write_text(command)
+    return source
 
 
 def test_pack_folder_keeps_links_as_links_and_leaves_out_otters_files(tmp_path):
@@ -260,18 +266,14 @@ def test_pack_folder_keeps_links_as_links_and_leaves_out_otters_files(tmp_path):
 
 def test_a_result_written_before_a_non_zero_exit_is_the_students_not_an_engine_failure(tmp_path):
     """The batch command may exit non-zero when every row is an error; its result still says why."""
-    fake = tmp_path / "source" / "autograder"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("")
-    (fake / "grade_cli.py").write_text("")
     document = {**error_results("error", "no student/ package found"),
                 "extra_data": {"gradebook_row": {"status": "error", "message": "no student/ package found"}}}
-    (fake / "__main__.py").write_text(f"""import pathlib, sys
+    fake = fake_engine(tmp_path / "source", f"""import pathlib, sys
 out = pathlib.Path(sys.argv[sys.argv.index("--out") + 1]) / "results"
 out.mkdir(parents=True)
 (out / "s.json").write_text({json.dumps(document)!r})
 sys.exit(1)
 """)
     write_submission(tmp_path / "submission")
-    results = engine_bridge.grade_submission(tmp_path / "submission", fake.parent)
+    results = engine_bridge.grade_submission(tmp_path / "submission", fake)
     assert results["output"].startswith("Your submission could not be graded (error): no student/ package found")

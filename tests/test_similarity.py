@@ -12,16 +12,15 @@ import re
 import signal
 import subprocess
 import sys
-import zipfile
 
 import numpy as np
 import pytest
 
 from autograder.cohort import hands
 from autograder.cohort.disguise import disguise
-from autograder.engine import similarity, submissions
-from autograder.otter import packaging
+from autograder.engine import submissions
 from autograder.paths import REPO
+from autograder.reports import similarity
 from autograder.samples import reference_source, write_submission
 from autograder.stubs import GRADED_MODULES
 from tests.patience import SAFETY_NET_S
@@ -194,7 +193,8 @@ def run_engine(root: pathlib.Path, folder: pathlib.Path, out: pathlib.Path) -> d
     """similarity.write of the engine under root on the submissions in folder, in a fresh Python: what it
     imported and which pairs it flagged."""
     script = ("import json, sys\n"
-              "from autograder.engine import similarity, submissions\n"
+              "from autograder.engine import submissions\n"
+              "from autograder.reports import similarity\n"
               f"pairs = similarity.write(__import__('pathlib').Path({str(out)!r}), "
               f"submissions.discover([{str(folder)!r}]))\n"
               "print(json.dumps({'engine': similarity.__file__, 'modules': sorted(sys.modules),"
@@ -209,8 +209,8 @@ def run_engine(root: pathlib.Path, folder: pathlib.Path, out: pathlib.Path) -> d
 
 
 def test_one_submission_loads_neither_copydetect_nor_numpy(tmp_path):
-    """Gradescope's run grades one submission: its similarity report is written without the comparison's
-    machinery (copydetect, numpy, matplotlib, pygments: none of them in the image's imports)."""
+    """A gradebook of one submission: its similarity report is written without the comparison's machinery
+    (copydetect, numpy, matplotlib, pygments are not imported)."""
     write_submission(tmp_path / "class" / "only")
     ran = run_engine(REPO, tmp_path / "class", tmp_path)
     assert ran["flagged"] == []
@@ -218,31 +218,23 @@ def test_one_submission_loads_neither_copydetect_nor_numpy(tmp_path):
     assert "0 pair(s)" in (tmp_path / "similarity.html").read_text()
 
 
-@pytest.fixture(scope="module")
-def shipped_engine(tmp_path_factory):
-    """The engine as autograder.zip ships it, unpacked: its student/ holds only __init__.py."""
-    root = tmp_path_factory.mktemp("shipped")
-    with zipfile.ZipFile(packaging.build_autograder_zip(root / "autograder.zip")) as zf:
-        zf.extractall(root / "source")
-    assert sorted(p.name for p in (root / "source" / "student").iterdir()) == ["__init__.py"]
-    return root / "source"
-
-
-def test_the_engine_shipped_in_autograder_zip_knows_the_handout_as_boilerplate(shipped_engine, tmp_path):
-    """Untouched stubs and one student's edit: nothing flagged. Without the handout's files the zip carries (the
-    engine before the build shipped it), the handout's code is what they share, and every pair is a "copy"."""
+def test_the_report_knows_the_handout_as_boilerplate(tmp_path, monkeypatch):
+    """Untouched stubs and one student's edit: nothing flagged. Without the handout's files as boilerplate, the
+    handout's code is what they share, and every pair is a "copy"."""
     folder = tmp_path / "class"
     for name in ("stub-a", "stub-b", "stub-c"):
         write_submission(folder / name, solution=False)
-    write_submission(folder / "edited", solution=False,
-                     overrides={"masking.py": reference_source("masking.py")})
-    assert run_engine(shipped_engine, folder, tmp_path)["flagged"] == []
-    (shipped_engine / similarity.HANDOUT_BUNDLE).unlink()   # the defence off
+    write_submission(folder / "edited", solution=False, overrides={"masking.py": reference_source("masking.py")})
+    found = submissions.discover([folder])
+    (tmp_path / "out").mkdir()
+    assert similarity.write(tmp_path / "out", found) == []
+    similarity.handout_files.cache_clear()
+    monkeypatch.setattr(similarity, "package_files", lambda _folder: {})   # the defence off
     try:
-        flagged = run_engine(shipped_engine, folder, tmp_path)["flagged"]
+        assert len(similarity.write(tmp_path / "out", found)) == 6   # every pair of the four
     finally:
-        (shipped_engine / similarity.HANDOUT_BUNDLE).write_text(similarity.handout_bundle())
-    assert len(flagged) == 6, flagged   # every pair of the four
+        monkeypatch.undo()
+        similarity.handout_files.cache_clear()
 
 
 def test_a_submission_is_read_up_to_a_bound_the_graded_modules_first(tmp_path):
@@ -281,7 +273,8 @@ def test_the_report_is_made_once_for_the_same_submissions(tmp_path, monkeypatch)
 
 
 def test_a_similarity_step_past_its_limits_leaves_a_line_not_a_crash(tmp_path, monkeypatch):
-    from autograder.engine import batch, bounded
+    from autograder import reports
+    from autograder.reports import bounded
     for name in ("a", "b"):
         write_submission(tmp_path / "class" / name)
     found = submissions.discover([tmp_path / "class"])
@@ -294,5 +287,5 @@ def test_a_similarity_step_past_its_limits_leaves_a_line_not_a_crash(tmp_path, m
 
     monkeypatch.setattr(similarity, "write", hoarding)
     monkeypatch.setattr(similarity, "step_limits", lambda _n: bounded.StepLimits(1 << 30, 30, 600.0))
-    flagged, why = batch._similarity(tmp_path, found, contents)
+    flagged, why = reports._similarity(tmp_path, found, contents)
     assert flagged is None and why.startswith("the similarity report was not written: it ran out of memory")

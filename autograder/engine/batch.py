@@ -11,17 +11,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 
-from autograder.engine import (
-    analytics,
-    changes,
-    gradebook,
-    isolation,
-    memcg,
-    permissions,
-    processes,
-    recorded,
-    submissions,
-)
+from autograder.engine import changes, gradebook, isolation, memcg, permissions, processes, submissions
 from autograder.engine.limits import Limits
 from autograder.engine.outcome import Outcome
 from autograder.engine.pool import Template
@@ -32,9 +22,6 @@ from autograder.paths import REPO
 # Closed to other users when the sandboxes have their own user id (root): each must be unreadable to them.
 SECRETS = (REPO / "grading_tests", REPO / "assignment", REPO / ".git")
 SAFETY_MARGIN = 120.0   # load-free seconds past a worker's own net before the batch kills it
-# Rows a gradebook needs for its pictures (summary.png, tests.png): one submission's results file already says all
-# they would, and drawing them took a twentieth of the time one submission's grading costs beyond torch's import.
-CLASS_CHARTS_FROM = 2
 
 
 def closed_to_sandboxes(out: pathlib.Path, paths: list[str], sources: list[str], private: list[str] = ()) -> list:
@@ -62,14 +49,12 @@ class SetupError(Exception):
 
 @dataclass
 class Run:
-    """What one batch run made, besides the files in out/."""
+    """What one batch run made, besides the files in out/ (results/ and grades.csv; the class reports are made
+    from them afterwards: autograder/reports/)."""
     rows: list[dict]                     # every submission's row, this run's and those kept from before
     note: str                            # the isolation line
-    tests: list[analytics.TestStat]      # per hidden test: tests.csv
-    charts: bool = True                  # summary.png and tests.png drawn (not for a gradebook of one row)
-    flagged: int | None = None           # pairs flagged for a look: similarity.csv (None: no report written)
-    similarity_stopped: str = ""         # why no similarity report was written, where one was asked for
-    disagreements: list[dict] = field(default_factory=list)          # with Gradescope's scores: gradescope.csv
+    found: list = field(default_factory=list)                 # the submissions found (submissions.Submission)
+    contents: dict[str, str] = field(default_factory=dict)    # source -> digest of what it unpacks to
     changes: list[changes.Change] | None = None    # --regrade: against the earlier run (None: no earlier run)
     earlier: pathlib.Path | None = None            # --regrade: where the earlier run's files were moved
     repeats: list[changes.Change] | None = None    # --repeat: what differed between the gradings
@@ -81,10 +66,8 @@ class Run:
 
 def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None, keep: str | None = None,
               private=(), force=(), regrade: bool = False, repeat: int = 1, due=None,
-              similarity_report: bool = True, exports: bool = True, template: Template | None = None) -> Run:
-    """Grade everything under paths that out/ has no result for yet, then write the class's files: grades.csv,
-    summary.png, tests.csv and .png (analytics.py), similarity.csv and .html (similarity.py), gradescope.csv
-    (recorded.py).
+              exports: bool = True, template: Template | None = None) -> Run:
+    """Grade everything under paths that out/ has no result for yet: results/<slug>.json each, and grades.csv.
     keep: a folder that gets, per submission, its trusted-side pytest log and its sandboxes' output.
     private: the grader's own files and folders that no sandbox may read (see isolation_note).
     A submission already graded in out/ is graded again when its content changed since (the row says so), or
@@ -93,7 +76,6 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
     regrade: out's earlier results are moved to out/earlier/<time>/, everything is graded again, and
     changes.csv says what changed. repeat: grade everything this many times in all (out/repeat-N/) and list
     what differed in repeat.csv. due: the due date where an export's metadata names none (the late column).
-    similarity_report: write similarity.csv and .html (False: nobody reads them, as in the self-check's run).
     exports: a path named in `paths` may be a Gradescope export (False: none is; submissions.discover).
     template: one started already (the command starts it first, so that torch's import overlaps everything before
     the first job); this run closes it. None: started here."""
@@ -138,10 +120,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         progress = Progress(len(todo), len(rows), progress_stream)
         rows += _grade(template, todo, out, workers, limits, note, list(rows), progress, keep, contents, again, suite)
         progress.close()
-        flagged, stopped = _similarity(out, found, contents) if similarity_report else (None, "")
-        charts = len(rows) >= CLASS_CHARTS_FROM
-        run = Run(rows, note, analytics.write(out, rows, picture=charts), charts, flagged, stopped,
-                  recorded.write_disagreements(out, rows), stale=sum(r.get("graded_with") != suite for r in rows))
+        run = Run(rows, note, found, contents, stale=sum(r.get("graded_with") != suite for r in rows))
         if earlier:
             run.earlier = earlier
             run.changes = changes.compare((before, earlier / "results"), (_by_source(rows), out / "results"))
@@ -158,25 +137,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
             if run is not None:
                 run.closed, run.left_closed, run.not_put_back = closing.paths, closing.left_closed, lost
     gradebook.write_csv(out, rows)
-    if run.charts:
-        gradebook.write_summary_png(out, rows)
-    else:   # a picture left from an earlier run would show rows this gradebook no longer has
-        for picture in ("summary.png", "tests.png"):
-            (out / picture).unlink(missing_ok=True)
     return run
-
-
-def _similarity(out: pathlib.Path, found, contents) -> tuple[int | None, str]:
-    """(pairs flagged, "") or (None, why no report was written). One submission is compared with nobody: no
-    step of its own, no import of the comparison's libraries."""
-    from autograder.engine import bounded, similarity  # after the template started: not on one grading's path
-
-    if len(found) < 2:
-        return len(similarity.write(out, found)), ""
-    try:
-        return similarity.write_bounded(out, found, contents), ""
-    except bounded.Stopped as stopped:
-        return None, f"the similarity report was not written: {stopped}"
 
 
 def _by_source(rows: list[dict]) -> dict[str, dict]:

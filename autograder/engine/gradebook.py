@@ -26,12 +26,11 @@ import re
 import statistics
 import unicodedata
 
-from autograder.engine import chart
 from autograder.engine.files import atomic_write
 from autograder.engine.outcome import Outcome
 from autograder.engine.recorded import hours_late
 from autograder.engine.sanitize import csv_cell, printable, valid_text
-from autograder.scoring import PART_POINTS, PART_TITLES, error_results
+from autograder.scoring import PART_POINTS, error_results
 
 STATUSES = ("graded", "error", "timeout")
 MAX_ATTEMPTS = 2    # an engine failure is graded again by the next run, once; then its error row stays
@@ -146,16 +145,6 @@ def write_csv(out: pathlib.Path, rows: list[dict]) -> None:
             line["results_file"] = results_file(row)
             writer.writerow({**line, **{key: csv_cell(str(line.get(key) or "")) for key in TEXT_COLUMNS}})
     atomic_write(out / "grades.csv", buffer.getvalue())
-
-
-def write_summary_png(out: pathlib.Path, rows: list[dict]) -> None:
-    """The histogram of the graded rows' scores: an error row (nothing could be graded) is not a zero."""
-    graded = [r for r in rows if r["status"] != "error"]
-    rates = [(f"{p}. {PART_TITLES[p]}",
-              100 * sum(r[f"part{p}"] >= PART_POINTS[p] - 1e-6 for r in graded) / max(1, len(graded)))
-             for p in PART_POINTS]
-    title = f"Scores ({len(graded)} graded; {len(rows) - len(graded)} errors not counted)"
-    atomic_write(out / "summary.png", chart.draw([r["score"] for r in graded], title, rates, "Full marks per part"))
 
 
 def table(rows: list[dict], limit: int = 20, most_failed=()) -> str:

@@ -1,9 +1,9 @@
 """What Gradescope recorded about a submission, read from its export's metadata: the score it gave, when the
-submission was made and, where the export says, its due date; and the grader's comparisons with them.
+submission was made and, where the export says, its due date (the comparison of the scores is a class report:
+autograder/reports/recorded_scores.py).
 
     recorded(entry, due)        -> Recorded (from one submission's entry of submission_metadata.yml)
     hours_late(recorded)        -> hours after the due date (0.0 when on time; None when a date is unknown)
-    disagreements(rows)         -> the rows whose score differs from Gradescope's (gradescope.csv)
 
 An export names each submission's time (:created_at:) and score (:score:). Its due date is taken from the entry
 (:due_date:, or :assignment: -> :due_date:) where Gradescope wrote one, else from the grader's --due; no late
@@ -11,20 +11,12 @@ policy is applied: the hours are reported, the score is not touched.
 """
 from __future__ import annotations
 
-import csv
 import datetime
-import io
-import pathlib
 import re
 from dataclasses import dataclass
 
-from autograder.engine.files import atomic_write
-from autograder.engine.sanitize import csv_cell
-
 # "2026-11-20 10:00:00.000000000 -08:00" (as Gradescope writes it), "2026-11-20T10:00:00Z", "... +0000"
 TIMESTAMP = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d(?::\d\d)?)(?:\.(\d+))?\s*(Z|[+-]\d\d:?\d\d)?")
-SCORE_TOLERANCE = 0.005   # scores are written rounded to 4 places; Gradescope shows 2
-DISAGREEMENT_COLUMNS = ("submission", "submission_id", "students", "gradescope_score", "score", "difference", "status")
 
 
 @dataclass(frozen=True)
@@ -70,31 +62,3 @@ def hours_late(record: Recorded | None) -> float | None:
     if record is None or record.submitted_at is None or record.due_at is None:
         return None
     return round(max(0.0, (record.submitted_at - record.due_at).total_seconds() / 3600), 2)
-
-
-def scored(row: dict) -> bool:
-    """Whether Gradescope recorded a score for this row's submission."""
-    return row.get("gradescope_score") not in (None, "")
-
-
-def disagreements(rows: list[dict]) -> list[dict]:
-    """Rows of submissions Gradescope scored, where its score and ours differ."""
-    return [row for row in rows if scored(row) and abs(float(row["gradescope_score"]) - row["score"]) > SCORE_TOLERANCE]
-
-
-def write_disagreements(out: pathlib.Path, rows: list[dict]) -> list[dict]:
-    """out/gradescope.csv: every submission whose score differs from the one Gradescope recorded. Returns them."""
-    if not any(map(scored, rows)):
-        return []   # not an export, or one without scores: nothing to compare
-    found = sorted(disagreements(rows), key=lambda r: (-abs(float(r["gradescope_score"]) - r["score"]),
-                                                       r["submission"].lower()))
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(DISAGREEMENT_COLUMNS)
-    for row in found:
-        students = "; ".join(p["sid"] or p["email"] or p["name"] for p in row.get("submitters") or [])
-        writer.writerow([csv_cell(row["submission"]), row.get("submission_id", ""), csv_cell(students),
-                         float(row["gradescope_score"]), row["score"],
-                         round(row["score"] - float(row["gradescope_score"]), 4), row["status"]])
-    atomic_write(out / "gradescope.csv", buffer.getvalue())
-    return found

@@ -1,7 +1,8 @@
 """The single door from Otter to our grading: grade one submission, get Gradescope's results.json.
 
 Everything Otter-related calls grade_submission(); only this file knows how the engine is started.
-It runs the batch command, `python -m autograder grade SUBMISSION --out SCRATCH`, as a child process
+It runs the runtime's batch command, `python -m autograder.engine.command SUBMISSION --out SCRATCH` (results
+and grades.csv only: no class report for one submission), as a child process
 from `source_root` (the folder holding the `autograder` and `grading_tests` packages: the repository,
 or /autograder/source on Gradescope), so the grader that runs is exactly the one shipped in
 autograder.zip and the score is the batch command's by construction.
@@ -51,15 +52,15 @@ def pack_folder(folder: pathlib.Path, zip_path: pathlib.Path, skip: set[str] = f
 
 def run_engine(paths, out: pathlib.Path, source_root, *, workers: int = 1, timeout: float = GRADE_TIMEOUT_S,
                env: dict | None = None, check: bool = True, private=(), options=()) -> subprocess.CompletedProcess:
-    """Run the batch command `python -m autograder grade PATHS --out OUT` with the engine found in
+    """Run the runtime's batch command `python -m autograder.engine.command PATHS --out OUT` with the engine found in
     source_root (only that folder is importable: never the submission, never this checkout by accident).
     env: extra environment variables; private: the grader's files no sandbox may read (--private); options:
-    more of the command's options (--no-similarity).
+    more of the command's options (--no-exports).
     Raises GradingFailed when it runs past timeout, or (check) exits non-zero."""
     source_root = pathlib.Path(source_root).resolve()
-    if not (source_root / "autograder" / "grade_cli.py").is_file():
-        raise GradingFailed(f"{source_root} holds no grading engine (autograder/grade_cli.py)")
-    command = [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
+    if not (source_root / "autograder" / "engine" / "command.py").is_file():
+        raise GradingFailed(f"{source_root} holds no grading engine (autograder/engine/command.py)")
+    command = [sys.executable, "-m", "autograder.engine.command", *map(str, paths), "--out", str(out),
                "--workers", str(workers), *(f"--private={path}" for path in private), *options]
     env = {**os.environ, **(env or {}), "PYTHONPATH": str(source_root), "PYTHONDONTWRITEBYTECODE": "1"}
     try:

@@ -25,14 +25,13 @@ PYTHON_VERSION = "3.11"
 APT_PACKAGES = (f"python{PYTHON_VERSION}", f"python{PYTHON_VERSION}-venv")
 CPU_INDEX = "--extra-index-url=https://download.pytorch.org/whl/cpu"
 # The import name of each third-party package the grader may import -> its name in requirements.txt.
-DISTRIBUTIONS = {module: closure.DISTRIBUTIONS[module] for module in ("torch", "numpy", "pytest", "yaml", "PIL")}
+# What the image may install: the runtime's third-party imports. The class reports (Pillow, copydetect) are the
+# instructor's (autograder/reports/, never shipped): a shipped module importing one is refused by the build.
+DISTRIBUTIONS = {module: closure.DISTRIBUTIONS[module] for module in ("torch", "numpy", "pytest", "yaml")}
 # Needed though no shipped file imports it: torch's NumPy bridge (torch warns on import without it).
 ALSO_NEEDED = ("numpy",)
 # Shipped, but run only by `otter run` on an instructor's machine (which has otter), never in the image.
 OTTER_RUN_ONLY = ("autograder/otter/plugin.py",)
-# Shipped, but its third-party imports (copydetect) load only when a run compares two or more submissions:
-# Gradescope's run grades one, so the image never needs them (similarity.write returns before importing).
-CLASS_RUN_ONLY = ("autograder/engine/similarity.py",)
 
 
 class ImageError(RuntimeError):
@@ -44,9 +43,9 @@ def requirement_name(line: str) -> str:
 
 
 def needed_modules(imports: dict[str, list[str]]) -> list[str]:
-    """The third-party modules the image must provide, from {module: [importing files]} (OTTER_RUN_ONLY and
-    CLASS_RUN_ONLY left out)."""
-    needed = {module for module, files in imports.items() if set(files) - set(OTTER_RUN_ONLY) - set(CLASS_RUN_ONLY)}
+    """The third-party modules the image must provide, from {module: [importing files]} (OTTER_RUN_ONLY left
+    out)."""
+    needed = {module for module, files in imports.items() if set(files) - set(OTTER_RUN_ONLY)}
     unknown = sorted(needed - set(DISTRIBUTIONS))
     if unknown:
         where = "; ".join(f"{m} (in {', '.join(imports[m])})" for m in unknown)

@@ -28,7 +28,6 @@ import zipfile
 
 from assignment.spec import SPEC, Spec
 from autograder import derived
-from autograder.engine import similarity
 from autograder.otter import closure, config, image, master
 from autograder.paths import MASTER_NOTEBOOK, REPO, STUDENT_DIR
 
@@ -46,7 +45,7 @@ AUTOGRADER_SOURCES = ("autograder/__init__.py", "autograder/__main__.py", "autog
                       "assignment/spec.py", "grading_tests")
 SPEC_NAME = "assignment/assignment.toml"   # written into autograder.zip from the resolved spec
 # student/__init__.py: the handout's package file, which a flat upload of the graded modules is graded with.
-ENGINE_SOURCES = ("autograder/grade_cli.py", "autograder/engine", "student/__init__.py")
+ENGINE_SOURCES = ("autograder/engine", "student/__init__.py")
 # What grades on Gradescope without otter (run_autograder -> run_gradescope) and its config and schema.
 GRADESCOPE_SOURCES = ("autograder/otter/run_gradescope.py", "autograder/otter/config.py",
                       "autograder/otter/gradescope_view.py", "autograder/otter/gradescope_schema.py")
@@ -282,6 +281,4 @@ def build_autograder_zip(zip_path: pathlib.Path, otter_config_overrides: dict | 
         _write(zf, f"files/{NOTEBOOK_NAME}", placeholder_notebook())
         for name in files:
             zf.write(REPO / name, name)
-        # The engine ships without the handout's student/ files: its similarity report reads them from here.
-        _write(zf, similarity.HANDOUT_BUNDLE, similarity.handout_bundle())
     return zip_path

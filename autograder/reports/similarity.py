@@ -28,9 +28,9 @@ only for pairs that can still be flagged: the other side's share is at most 1, s
 pair's similarity (_may_be_flagged). Shares, shared tokens and slices equal compare_files' to the last bit
 (tests/test_similarity.py checks it pair by pair).
 
-The handout is the boilerplate wherever the engine runs: autograder.zip ships of student/ only __init__.py, so
-the build writes the handout's files into the zip (handout_bundle -> HANDOUT_BUNDLE), derived from student/.
-A single submission (Gradescope's run) is never compared: neither copydetect nor numpy is imported.
+The handout is the boilerplate: this report is an instructor's tool, run from the repository after the batch, so
+the handout's student/ files are always at hand. A single submission is compared with nobody: neither copydetect
+nor numpy is imported.
 """
 from __future__ import annotations
 
@@ -48,10 +48,11 @@ import tempfile
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from autograder.engine import bounded, submissions
+from autograder.engine import submissions
 from autograder.engine.files import atomic_write
 from autograder.engine.sanitize import csv_cell, printable
-from autograder.paths import REPO, STUDENT_DIR
+from autograder.paths import STUDENT_DIR
+from autograder.reports import bounded
 
 if TYPE_CHECKING:
     import numpy as np
@@ -69,8 +70,6 @@ BLOCK_CELLS = 1 << 21  # at most this many (partner, k-gram) cells in one matrix
 REPORT_FILES = ("similarity.csv", "similarity.html")
 KEY_FILE = "similarity.json"   # what the report was made of (a digest) and how many pairs it flags
 STEP_MEMORY_BYTES = 4 << 30    # the step's address space (numpy and the fork pool's workers each)
-# The handout's student/ files, written into autograder.zip by the build (whose student/ holds only __init__.py).
-HANDOUT_BUNDLE = "autograder/engine/similarity_handout.json"
 
 
 @dataclass(frozen=True)
@@ -127,21 +126,14 @@ def join_files(root: pathlib.Path, skip: dict[str, str] | None = None) -> tuple[
 @functools.cache
 def handout_files() -> dict[str, str]:
     """The handout's own student/ package, as students received it: file name -> text (as join_files reads it).
-    The engine shipped in autograder.zip finds them in HANDOUT_BUNDLE, which the build derived from student/;
-    without them every untouched stub would count as shared code, and every pair as a copy."""
-    bundle = REPO / HANDOUT_BUNDLE
-    return json.loads(bundle.read_text(encoding="utf-8")) if bundle.is_file() else package_files(STUDENT_DIR)
+    Without them every untouched stub would count as shared code, and every pair as a copy."""
+    return package_files(STUDENT_DIR)
 
 
 def package_files(folder: pathlib.Path) -> dict[str, str]:
     """The .py files under folder (sorted by path): file name -> text, with the newline join_files adds."""
     return {path.relative_to(folder).as_posix(): path.read_text(errors="replace") + "\n"
             for path in sorted(folder.rglob("*.py"))}
-
-
-def handout_bundle() -> str:
-    """HANDOUT_BUNDLE's content, for the build to write into autograder.zip: the repository's student/ files."""
-    return json.dumps(package_files(STUDENT_DIR))
 
 
 def handout_code() -> str:

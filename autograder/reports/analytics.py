@@ -18,9 +18,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from autograder.engine import chart
 from autograder.engine.files import atomic_write
 from autograder.engine.sanitize import csv_cell
+from autograder.reports import chart
 
 TEST_NAME = re.compile(r"^Part (\d+) \(([^)]*)\): (.+)$")   # "Part 1 (Scaling): test_id[param]"
 NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?(?![\w.])")   # 3, 0.5, 1e-05; not float32

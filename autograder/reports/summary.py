@@ -1,0 +1,18 @@
+"""summary.png: the histogram of the graded rows' scores and, per part, the share of full marks."""
+from __future__ import annotations
+
+import pathlib
+
+from autograder.engine.files import atomic_write
+from autograder.reports import chart
+from autograder.scoring import PART_POINTS, PART_TITLES
+
+
+def write(out: pathlib.Path, rows: list[dict]) -> None:
+    """The histogram of the graded rows' scores: an error row (nothing could be graded) is not a zero."""
+    graded = [r for r in rows if r["status"] != "error"]
+    rates = [(f"{p}. {PART_TITLES[p]}",
+              100 * sum(r[f"part{p}"] >= PART_POINTS[p] - 1e-6 for r in graded) / max(1, len(graded)))
+             for p in PART_POINTS]
+    title = f"Scores ({len(graded)} graded; {len(rows) - len(graded)} errors not counted)"
+    atomic_write(out / "summary.png", chart.draw([r["score"] for r in graded], title, rates, "Full marks per part"))
