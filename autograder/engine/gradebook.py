@@ -1,4 +1,5 @@
-"""The output folder: results/<slug>.json per submission, grades.csv, summary.png, the closing table.
+"""The output folder: results/<slug>.json per submission, grades.csv, the closing table (the class reports are
+autograder/reports/'s, made from this folder afterwards).
 
 grades.csv is meant to go back into a roster (Gradescope's and the usual LMS gradebook imports read
 it): UTF-8, one header row, plain numbers in the score columns, one row per student. Columns:
@@ -8,7 +9,8 @@ submission: a file or folder name, or the students' names), score, max_score, st
 part1 ... part6, isolation, flags, peak_memory_mib (the most memory one sandbox's processes held together,
 where the kernel's memory layer measured it; empty elsewhere), late (hours after the due date, 0 when on time,
 from an export's metadata and --due; empty where a date is unknown; no policy applied) and gradescope_score
-(the score Gradescope recorded in the export; gradescope.csv lists every submission where ours differs).
+(the score Gradescope recorded in the export; the reports' gradescope.csv lists every submission where ours
+differs), results_file (the row's feedback file in the output folder).
 
 Every file is written to a temporary name and moved into place (os.replace), so a run
 killed half way leaves only complete files; a result file present means "graded". A result
@@ -149,7 +151,7 @@ def write_csv(out: pathlib.Path, rows: list[dict]) -> None:
 
 def table(rows: list[dict], limit: int = 20, most_failed=()) -> str:
     """A short closing table: status counts, score statistics, mean per part, flags, the tests the most submissions
-    failed (most_failed: analytics.TestStat), then the rows: every error and timeout first, then by name."""
+    failed (most_failed: reports.analytics.TestStat), then the rows: every error and timeout first, then by name."""
     if not rows:
         return "no submissions"
     scores = [r["score"] for r in rows]
