@@ -33,6 +33,7 @@ import time
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import figures  # noqa: E402 - beside this file
 from cpu_accounting import CpuGroup, children_seconds  # noqa: E402 - beside this file
 
 from autograder.samples import write_submission  # noqa: E402
@@ -41,6 +42,7 @@ from student.submit import write_submission_zip  # noqa: E402
 
 PYTHON = sys.executable
 TARGET_RATIO = 1.5           # (a): grading one submission / import torch (issue 28)
+RESULTS: dict = {}           # what this run measured, for --write-docs
 BEFORE_100_SECONDS = 99.3    # (b): 100 submissions, 2 workers, before the kernel sandbox (issue 11)
 
 
@@ -92,13 +94,14 @@ def part_a(scratch: pathlib.Path, submission: pathlib.Path, repeat: int) -> None
     """The grader's command (grading, then the class reports) and the runtime's alone (what Gradescope's run
     calls), each paired with a bare import in every round, all three alternately under the same load."""
     timed([PYTHON, "-c", "import torch"], "import torch")   # a warm-up, not counted: the file cache
+    RESULTS["load"] = os.getloadavg()
     commands = {'python -c "import torch"': lambda _run: [PYTHON, "-c", "import torch"],
                 "python -m autograder grade ONE.zip": lambda run: [
                     PYTHON, "-m", "autograder", "grade", submission, "--out", scratch / f"one-{run}", "--workers", "1"],
                 "python -m autograder.engine.command ONE.zip": lambda run: [
                     PYTHON, "-m", "autograder.engine.command", submission, "--out", scratch / f"runtime-{run}",
                     "--workers", "1"]}
-    runs: dict[str, list[tuple[float, float]]] = {label: [] for label in commands}
+    runs: dict[str, list[tuple[float, float]]] = {label: [] for label in commands}   # (wall, CPU) per round
     for run in range(repeat):
         for label, command in commands.items():
             runs[label].append(timed_cpu(command(run), label))
@@ -112,8 +115,13 @@ def part_a(scratch: pathlib.Path, submission: pathlib.Path, repeat: int) -> None
     for label, timings in list(runs.items())[1:]:
         walls = [one / bare for (bare, _), (one, _) in zip(imports, timings, strict=True)]
         cpus = [one / bare for (_, bare), (_, one) in zip(imports, timings, strict=True)]
-        _line(f"ratio {label.removeprefix('python -m ').removesuffix(' ONE.zip')} / import torch", f"{statistics.median(walls):8.2f}x wall (target: at most "
-              f"{TARGET_RATIO:g}x), {statistics.median(cpus):.2f}x CPU   (runs: {_runs(walls)})")
+        _line(f"ratio {label.removeprefix('python -m ').removesuffix(' ONE.zip')} / import torch",
+              f"{statistics.median(walls):8.2f}x wall (target: at most {TARGET_RATIO:g}x), "
+              f"{statistics.median(cpus):.2f}x CPU   (runs: {_runs(walls)})")
+        RESULTS[label] = (statistics.median(walls), statistics.median(cpus), min(walls), max(walls))
+    RESULTS["timings"] = {label: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t))
+                          for label, t in runs.items()}
+    RESULTS["repeat"] = repeat
 
 
 def part_b(scratch: pathlib.Path, zips: list[pathlib.Path], autograder: pathlib.Path | None, why: str,
@@ -122,6 +130,7 @@ def part_b(scratch: pathlib.Path, zips: list[pathlib.Path], autograder: pathlib.
     out = scratch / "batch"
     engine = timed([PYTHON, "-m", "autograder", "grade", zips[0].parent, "--out", out], "the batch")
     n = len(zips)
+    RESULTS["class"] = (n, workers, engine)
     print(f"(b) {n} submissions")
     _line(f"python -m autograder grade ({workers} workers)", f"{engine:8.2f} s   ({engine / n:.2f} s each)")
     if n == 100 and workers == 2:
@@ -161,6 +170,8 @@ def main(argv=None) -> int:
     parser.add_argument("--autograder", type=pathlib.Path, default=REPO / "dist" / "autograder.zip",
                         help="Gradescope autograder zip for otter run (default dist/autograder.zip; built if missing)")
     parser.add_argument("--no-otter", action="store_true", help="time the engine only, not `otter run` per submission")
+    parser.add_argument("--write-docs", action="store_true",
+                        help=f"write the figures into {DOCUMENT}'s block {BLOCK!r} (with the date, machine and load)")
     args = parser.parse_args(argv)
     if args.count < 1 or args.repeat < 1:
         parser.error("--count and --repeat must be at least 1")
@@ -171,7 +182,31 @@ def main(argv=None) -> int:
         part_a(scratch, zips[0], args.repeat)
         autograder, why = (None, "") if args.no_otter else autograder_zip(args.autograder.resolve())
         part_b(scratch, zips, autograder, why, otter=not args.no_otter)
+    if args.write_docs:
+        print(f"wrote {figures.write(DOCUMENT, BLOCK, docs_table(), RESULTS['load'])}")
     return 0
+
+
+DOCUMENT, BLOCK = "docs/design.md", "one-submission"
+
+
+def docs_table() -> str:
+    """The measured figures as the documents show them (RESULTS, from this run)."""
+    timings = RESULTS["timings"]
+    bare_wall, bare_cpu = timings['python -c "import torch"']
+    lines = ["| measurement | wall | CPU (whole process tree) | ratio to the import (median of paired runs) |",
+             "|---|---|---|---|", f'| `python -c "import torch"` | {bare_wall:.2f} s | {bare_cpu:.2f} s | |']
+    for label, what in (("python -m autograder grade ONE.zip", "the grader's command: the batch, then the reports"),
+                        ("python -m autograder.engine.command ONE.zip", "the runtime alone: Gradescope's run")):
+        wall, cpu = timings[label]
+        ratio, cpu_ratio, low, high = RESULTS[label]
+        lines.append(f"| `{label}` ({what}) | {wall:.2f} s | {cpu:.2f} s | {ratio:.2f}x wall ({low:.2f}x to "
+                     f"{high:.2f}x), {cpu_ratio:.2f}x CPU (target: at most {TARGET_RATIO:g}x wall) |")
+    if "class" in RESULTS:
+        n, workers, seconds = RESULTS["class"]
+        lines.append(f"| {n} submissions, `python -m autograder grade` ({workers} workers) | {seconds:.1f} s "
+                     f"({seconds / n:.2f} s each) | | |")
+    return "\n".join(lines) + f"\n\nOne submission: {RESULTS['repeat']} rounds, the three commands alternately."
 
 
 if __name__ == "__main__":
