@@ -1,11 +1,10 @@
-"""The batch's pictures. summary.png: the score histogram and, per part, the share of graded submissions
+"""The class's pictures. summary.png: the score histogram and, per part, the share of graded submissions
 with full marks. tests.png: the pass rate of every hidden test, grouped by part, the weakest first.
 
-Drawn with Pillow (its built-in scalable font) rather than a plotting library: the batch draws it
-after the last submission, so what it costs is the grader's wait; here a few milliseconds, where
-importing matplotlib took a quarter of a second (and slowed the grading it overlapped). Pillow itself is
-imported only to draw: the batch imports this module before it starts grading, and a gradebook of one
-submission draws nothing (batch.CLASS_CHARTS_FROM).
+Drawn with Pillow (its built-in scalable font) rather than a plotting library: the grade command draws
+them after the batch, so what they cost is the grader's wait; here a few milliseconds, where importing
+matplotlib took a quarter of a second. Pillow itself is imported only to draw, and a gradebook of one
+submission draws nothing (reports.CLASS_CHARTS_FROM).
 """
 from __future__ import annotations
 
