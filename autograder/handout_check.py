@@ -68,7 +68,24 @@ def _outcomes(folder: pathlib.Path, proc: subprocess.Popen) -> tuple[int, int, s
         return 0, 0, output.strip().splitlines()[-1] if output.strip() else "no report"
     cases = list(ET.parse(report).getroot().iter("testcase"))
     passed = sum(not any(child.tag in ("failure", "error", "skipped") for child in case) for case in cases)
-    return passed, len(cases), output.strip().splitlines()[-1] if output.strip() else ""
+    tail = output.strip().splitlines()[-1] if output.strip() else ""
+    return passed, len(cases), "; ".join(filter(None, [tail, _first_failure(cases)]))
+
+
+def _first_failure(cases) -> str:
+    """'student/tests/test_part3_heads.py::test_x: ImportError: ...' for the first check that failed or could not
+    even be collected (a stale check that names a renamed function), so the verdict names the file to fix."""
+    for case in cases:
+        problem = next((child for child in case if child.tag in ("failure", "error")), None)
+        if problem is None:
+            continue
+        module = case.get("classname") or case.get("name", "")   # a collection error names the module alone
+        where = module.replace(".", "/") + ".py" + (f"::{case.get('name')}" if case.get("classname") else "")
+        message = (problem.get("message") or problem.text or "").strip().splitlines()
+        detail = next((line.removeprefix("E").strip() for line in (problem.text or "").splitlines()
+                       if line.startswith("E ")), message[0] if message else "")
+        return f"first failing: {where}: {detail[:200]}"
+    return ""
 
 
 def start_public_checks(handout_zip: pathlib.Path, folder: pathlib.Path) -> dict[pathlib.Path, subprocess.Popen]:

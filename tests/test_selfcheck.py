@@ -96,3 +96,22 @@ def test_quick_cases_cover_every_part_once():
     bugs = [c for c in chosen if c.kind == "bug"]
     assert sorted(c.part for c in bugs) == [1, 2, 3, 4, 5, 6]
     assert len(selfcheck.cases()) == 2 + len(BUGS) + len(selfcheck.VARIANTS)
+
+
+def test_a_public_check_that_fails_is_named_with_its_file():
+    """A stale check (it imports a renamed function) used to read "0 of 1 pass (1 error)", naming no file."""
+    import xml.etree.ElementTree as ET
+
+    from autograder import handout_check
+    report = ET.fromstring(
+        '<testsuites><testsuite><testcase classname="student.tests.test_part1_scaling" name="test_ok"/>'
+        '<testcase classname="" name="student.tests.test_part3_heads"><error message="collection failure">'
+        "E   ImportError: cannot import name 'splt_heads' from 'student'</error></testcase>"
+        '<testcase classname="student.tests.test_part4_padding" name="test_mask"><failure message="AssertionError: '
+        'wrong">long traceback</failure></testcase></testsuite></testsuites>')
+    cases = list(report.iter("testcase"))
+    assert handout_check._first_failure(cases) == ("first failing: student/tests/test_part3_heads.py: ImportError: "
+                                                   "cannot import name 'splt_heads' from 'student'")
+    assert handout_check._first_failure(cases[2:]) == ("first failing: student/tests/test_part4_padding.py::test_mask: "
+                                                       "AssertionError: wrong")
+    assert handout_check._first_failure(cases[:1]) == ""
