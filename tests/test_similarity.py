@@ -289,3 +289,21 @@ def test_a_similarity_step_past_its_limits_leaves_a_line_not_a_crash(tmp_path, m
     monkeypatch.setattr(similarity, "step_limits", lambda _n: bounded.StepLimits(1 << 30, 30, 600.0))
     flagged, why = reports._similarity(tmp_path, found, contents)
     assert flagged is None and why.startswith("the similarity report was not written: it ran out of memory")
+
+
+def test_pairs_are_grouped_into_families_the_largest_first(tmp_path):
+    """Five students who share code make ten pairs: a TA reads one family, its members and its closest pair."""
+    def code(name):
+        return similarity.Code(name, name, frozenset({name}), "", ((0, "x.py"),))
+
+    def pair(a, b, alike):
+        return similarity.Pair(code(a), code(b), (alike, alike), 200, ((), ()))
+
+    ring = ["a1", "a2", "a3", "a4", "a5"]
+    pairs = [pair(x, y, 0.9) for i, x in enumerate(ring) for y in ring[i + 1:]]
+    pairs += [pair("b1", "b2", 0.99), pair("c1", "c2", 0.72), pair("c2", "c3", 0.75)]   # c1 and c3 only via c2
+    found = similarity.families(pairs)
+    assert [[c.name for c in f.members] for f in found] == [ring, ["c1", "c2", "c3"], ["b1", "b2"]]
+    assert len(found[0].pairs) == 10 and found[1].highest == 0.75
+    page = similarity.render_html([], 0, "settings")
+    assert "Families" in page

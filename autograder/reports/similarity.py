@@ -64,7 +64,7 @@ MAX_FILE_CHARS = 200_000   # a larger file is cut: enough to compare, bounded wo
 MAX_CODE_CHARS = 300_000   # a submission's files together (the handout's student/ is 36 KB): the rest is not read
 SHOWN_PAIRS = 100     # pairs drawn side by side in similarity.html (similarity.csv lists them all)
 CSV_COLUMNS = ("first", "second", "similarity", "first_share", "second_share", "shared_tokens",
-               "first_spans", "second_spans")
+               "first_spans", "second_spans", "family")
 PARALLEL_FROM = 60    # submissions: a smaller class is compared in one process (forking costs more than it saves)
 BLOCK_CELLS = 1 << 21  # at most this many (partner, k-gram) cells in one matrix: memory bounded on huge files
 REPORT_FILES = ("similarity.csv", "similarity.html")
@@ -400,17 +400,50 @@ class _Places:
         return "; ".join(places)
 
 
+@dataclass(frozen=True)
+class Family:
+    """Submissions linked by flagged pairs, directly or through one another: a family of copies is one row for a
+    TA, however many pairs it makes (five students who share code make ten pairs)."""
+    members: tuple[Code, ...]       # by name
+    pairs: tuple[Pair, ...]         # its flagged pairs, the most similar first
+
+    @property
+    def highest(self) -> float:
+        return max(pair.similarity for pair in self.pairs)
+
+
+def families(pairs: list[Pair]) -> list[Family]:
+    """The connected groups of the flagged pairs: the largest first, then the most similar."""
+    parent: dict[Code, Code] = {}
+
+    def root(code: Code) -> Code:
+        while parent.setdefault(code, code) is not code:
+            parent[code] = parent[parent[code]]   # halve the path as it is walked
+            code = parent[code]
+        return code
+
+    for pair in pairs:
+        parent[root(pair.first)] = root(pair.second)
+    groups: dict[Code, list[Pair]] = {}
+    for pair in pairs:
+        groups.setdefault(root(pair.first), []).append(pair)
+    found = [Family(tuple(sorted({c for p in group for c in (p.first, p.second)}, key=lambda c: c.name)),
+                    tuple(sorted(group, key=lambda p: -p.similarity))) for group in groups.values()]
+    return sorted(found, key=lambda f: (-len(f.members), -f.highest, f.members[0].name))
+
+
 def write_csv(out: pathlib.Path, pairs: list[Pair]) -> None:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     codes = {code for pair in pairs for code in (pair.first, pair.second)}
     names, places = {code: csv_cell(code.name) for code in codes}, {code: _Places(code) for code in codes}
+    family_of = {id(pair): number for number, family in enumerate(families(pairs), 1) for pair in family.pairs}
     for pair in pairs:
         writer.writerow([names[pair.first], names[pair.second], round(pair.similarity, 3),
                          round(pair.shares[0], 3), round(pair.shares[1], 3), pair.shared_tokens,
                          csv_cell(places[pair.first].spans(pair.slices[0])),
-                         csv_cell(places[pair.second].spans(pair.slices[1]))])
+                         csv_cell(places[pair.second].spans(pair.slices[1])), family_of[id(pair)]])
     atomic_write(out / "similarity.csv", buffer.getvalue())
 
 
@@ -424,6 +457,13 @@ def render_html(pairs: list[Pair], compared: int, settings: str) -> str:
     """A self-contained page (no network, no script): the flagged pairs, then each pair's code side by side with
     the shared spans marked. Everything from a submission is escaped."""
     e = html.escape
+    numbered = {id(pair): i for i, pair in enumerate(pairs[:SHOWN_PAIRS], 1)}
+    family_rows = "".join(
+        f"<tr><td>{n}</td><td>{len(f.members)}</td><td>{e(', '.join(printable(c.name) for c in f.members))}</td>"
+        f"<td>{len(f.pairs)}</td><td>{f.highest:.0%}</td><td>"
+        + (f"<a href='#pair{numbered[id(f.pairs[0])]}'>{numbered[id(f.pairs[0])]}</a>" if id(f.pairs[0]) in numbered
+           else "in similarity.csv") + "</td></tr>"
+        for n, f in enumerate(families(pairs), 1))
     rows = "".join(f"<tr><td><a href='#pair{i}'>{i}</a></td><td>{e(printable(p.first.name))}</td>"
                    f"<td>{e(printable(p.second.name))}</td><td>{p.similarity:.0%}</td><td>{p.shared_tokens}</td></tr>"
                    for i, p in enumerate(pairs[:SHOWN_PAIRS], 1))
@@ -439,7 +479,9 @@ def render_html(pairs: list[Pair], compared: int, settings: str) -> str:
             f"<p>{compared} submissions compared ({e(settings)}). The {min(len(pairs), SHOWN_PAIRS)} most similar "
             f"pairs are shown below, side by side; similarity.csv lists every pair. A flag asks a human to look: it "
             f"is never evidence on its own and never costs points. The handout's code is left out; marked spans are "
-            f"shared.</p>"
+            f"shared.</p><h2>Families: submissions linked by flagged pairs, the largest first</h2>"
+            f"<table><tr><th>family</th><th>members</th><th>who</th><th>pairs</th><th>highest similarity</th>"
+            f"<th>its closest pair</th></tr>{family_rows}</table><h2>Pairs, the most similar first</h2>"
             f"<table><tr><th>#</th><th>first</th><th>second</th><th>similarity</th><th>shared tokens</th></tr>"
             f"{rows}</table>{''.join(sections)}</body></html>")
 
