@@ -85,6 +85,7 @@ def test_the_report_escapes_the_code_and_names_where_the_shared_spans_are(tmp_pa
     assert "http" not in page, "the report must open offline"
     places = similarity.spans(pairs[0].first, pairs[0].slices[0])
     assert "masking.py:" in places and "multihead.py:" in places
+    assert f"shared: {places.split(';')[0]}" in page   # each side names its files and lines, beside the code
 
 
 def test_a_disguise_renames_locals_and_reorders_functions_but_keeps_the_interface():
@@ -307,3 +308,12 @@ def test_pairs_are_grouped_into_families_the_largest_first(tmp_path):
     assert len(found[0].pairs) == 10 and found[1].highest == 0.75
     page = similarity.render_html([], 0, "settings")
     assert "Families" in page
+
+
+def test_a_shared_span_across_two_files_is_named_in_each():
+    """A slice from heads.py's end into masking.py's start read "heads.py:3-masking.py:2": now one range each."""
+    import numpy as np
+    text = "a\nb\nc\n" + "d\ne\n"
+    code = similarity.Code("x", "x", frozenset(), text, ((0, "heads.py"), (6, "masking.py")))
+    assert similarity.spans(code, np.array([[2], [9]])) == "heads.py:2-3; masking.py:1-2"
+    assert similarity.spans(code, np.array([[6], [9]])) == "masking.py:1-2"

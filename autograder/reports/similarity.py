@@ -393,10 +393,15 @@ class _Places:
         return self.names[i], bisect.bisect_left(self.breaks, offset) - self.lines_before[i] + 1
 
     def spans(self, slices) -> str:
+        """Each slice as line ranges of one file each: a slice across files (a file's end and the next one's
+        start) is cut at each file's start, so a reader finds every piece in its own file."""
         places = []
         for start, end in zip(*slices.tolist(), strict=True):
-            (first, line), (last, last_line) = self.place(start), self.place(max(start, end - 1))
-            places.append(f"{first}:{line}-{last_line}" if first == last else f"{first}:{line}-{last}:{last_line}")
+            last = max(start, end - 1)
+            inside = self.starts[bisect.bisect_right(self.starts, start):bisect.bisect_right(self.starts, last)]
+            for begin, stop in itertools.pairwise([start, *inside, last + 1]):
+                (name, line), (_, last_line) = self.place(begin), self.place(stop - 1)
+                places.append(f"{name}:{line}-{last_line}")
         return "; ".join(places)
 
 
@@ -470,7 +475,7 @@ def render_html(pairs: list[Pair], compared: int, settings: str) -> str:
     sections = []
     for i, pair in enumerate(pairs[:SHOWN_PAIRS], 1):
         sides = [f"<div class='side'><h3>{e(printable(code.name))}: {share:.0%} shared</h3>"
-                 f"<pre>{_marked(code.text, slices)}</pre></div>"
+                 f"<p>shared: {e(printable(spans(code, slices)))}</p><pre>{_marked(code.text, slices)}</pre></div>"
                  for code, slices, share in zip((pair.first, pair.second), pair.slices, pair.shares, strict=True)]
         sections.append(f"<div class='pair' id='pair{i}'><h2>{i}. {e(printable(pair.first.name))} and "
                         f"{e(printable(pair.second.name))}</h2><div class='sides'>{''.join(sides)}</div></div>")
