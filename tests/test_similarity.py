@@ -317,3 +317,14 @@ def test_a_shared_span_across_two_files_is_named_in_each():
     code = similarity.Code("x", "x", frozenset(), text, ((0, "heads.py"), (6, "masking.py")))
     assert similarity.spans(code, np.array([[2], [9]])) == "heads.py:2-3; masking.py:1-2"
     assert similarity.spans(code, np.array([[6], [9]])) == "masking.py:1-2"
+
+
+def test_the_page_draws_each_family_once_by_its_closest_pair(tmp_path):
+    """Five copies of one solution make ten pairs and one family: one drawing, not ten (a class of 500 with a
+    few families of copies must make a page a TA can read)."""
+    for index in range(5):
+        write_submission(tmp_path / f"copy{index}")
+    pairs = similarity.compare(list(codes_of(tmp_path).values()))
+    page = similarity.render_html(pairs, 5, similarity.settings_line())
+    assert len(pairs) == 10 and page.count("<div class='pair'") == 1
+    assert "1 family, 10 pair(s) to look at" in page and page.count("<li>") == 9

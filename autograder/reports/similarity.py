@@ -459,36 +459,45 @@ STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}
 
 
 def render_html(pairs: list[Pair], compared: int, settings: str) -> str:
-    """A self-contained page (no network, no script): the flagged pairs, then each pair's code side by side with
-    the shared spans marked. Everything from a submission is escaped."""
+    """A self-contained page (no network, no script): the families of flagged pairs, the pairs, then for each
+    family (at most SHOWN_PAIRS) its closest pair's code side by side with the shared spans marked: one drawing
+    per family, so a class of 500 with a few families of copies makes a page of a few drawings, not hundreds.
+    Everything from a submission is escaped."""
     e = html.escape
-    numbered = {id(pair): i for i, pair in enumerate(pairs[:SHOWN_PAIRS], 1)}
+    found = families(pairs)
+    family_of = {id(pair): n for n, family in enumerate(found, 1) for pair in family.pairs}
     family_rows = "".join(
-        f"<tr><td>{n}</td><td>{len(f.members)}</td><td>{e(', '.join(printable(c.name) for c in f.members))}</td>"
-        f"<td>{len(f.pairs)}</td><td>{f.highest:.0%}</td><td>"
-        + (f"<a href='#pair{numbered[id(f.pairs[0])]}'>{numbered[id(f.pairs[0])]}</a>" if id(f.pairs[0]) in numbered
-           else "in similarity.csv") + "</td></tr>"
-        for n, f in enumerate(families(pairs), 1))
-    rows = "".join(f"<tr><td><a href='#pair{i}'>{i}</a></td><td>{e(printable(p.first.name))}</td>"
-                   f"<td>{e(printable(p.second.name))}</td><td>{p.similarity:.0%}</td><td>{p.shared_tokens}</td></tr>"
+        f"<tr><td><a href='#family{n}'>{n}</a></td><td>{len(f.members)}</td>"
+        f"<td>{e(', '.join(printable(c.name) for c in f.members))}</td><td>{len(f.pairs)}</td>"
+        f"<td>{f.highest:.0%}</td></tr>" for n, f in enumerate(found, 1))
+    rows = "".join(f"<tr><td>{i}</td><td>{e(printable(p.first.name))}</td><td>{e(printable(p.second.name))}</td>"
+                   f"<td>{p.similarity:.0%}</td><td>{p.shared_tokens}</td>"
+                   f"<td><a href='#family{family_of[id(p)]}'>{family_of[id(p)]}</a></td></tr>"
                    for i, p in enumerate(pairs[:SHOWN_PAIRS], 1))
     sections = []
-    for i, pair in enumerate(pairs[:SHOWN_PAIRS], 1):
+    for n, family in enumerate(found[:SHOWN_PAIRS], 1):
+        pair = family.pairs[0]
         sides = [f"<div class='side'><h3>{e(printable(code.name))}: {share:.0%} shared</h3>"
                  f"<p>shared: {e(printable(spans(code, slices)))}</p><pre>{_marked(code.text, slices)}</pre></div>"
                  for code, slices, share in zip((pair.first, pair.second), pair.slices, pair.shares, strict=True)]
-        sections.append(f"<div class='pair' id='pair{i}'><h2>{i}. {e(printable(pair.first.name))} and "
-                        f"{e(printable(pair.second.name))}</h2><div class='sides'>{''.join(sides)}</div></div>")
+        others = "".join(f"<li>{e(printable(p.first.name))} and {e(printable(p.second.name))}: {p.similarity:.0%}"
+                         f"</li>" for p in family.pairs[1:])
+        sections.append(f"<div class='pair' id='family{n}'><h2>Family {n}: {e(printable(pair.first.name))} and "
+                        f"{e(printable(pair.second.name))}, its closest pair</h2>"
+                        + (f"<p>Its other pairs:</p><ul>{others}</ul>" if others else "")
+                        + f"<div class='sides'>{''.join(sides)}</div></div>")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>Code similarity</title>"
-            f"<style>{STYLE}</style></head><body><h1>Code similarity: {len(pairs)} pair(s) to look at</h1>"
-            f"<p>{compared} submissions compared ({e(settings)}). The {min(len(pairs), SHOWN_PAIRS)} most similar "
-            f"pairs are shown below, side by side; similarity.csv lists every pair. A flag asks a human to look: it "
-            f"is never evidence on its own and never costs points. The handout's code is left out; marked spans are "
-            f"shared.</p><h2>Families: submissions linked by flagged pairs, the largest first</h2>"
-            f"<table><tr><th>family</th><th>members</th><th>who</th><th>pairs</th><th>highest similarity</th>"
-            f"<th>its closest pair</th></tr>{family_rows}</table><h2>Pairs, the most similar first</h2>"
-            f"<table><tr><th>#</th><th>first</th><th>second</th><th>similarity</th><th>shared tokens</th></tr>"
-            f"{rows}</table>{''.join(sections)}</body></html>")
+            f"<style>{STYLE}</style></head><body><h1>Code similarity: {len(found)} famil"
+            f"{'y' if len(found) == 1 else 'ies'}, {len(pairs)} pair(s) to look at</h1>"
+            f"<p>{compared} submissions compared ({e(settings)}). Each family (submissions linked by flagged pairs, "
+            f"directly or through one another) is drawn below once, by its closest pair side by side; similarity.csv "
+            f"lists every pair with its family. A flag asks a human to look: it is never evidence on its own and "
+            f"never costs points. The handout's code is left out; marked spans are shared.</p>"
+            f"<h2>Families, the largest first</h2><table><tr><th>family</th><th>members</th><th>who</th>"
+            f"<th>pairs</th><th>highest similarity</th></tr>{family_rows}</table>"
+            f"<h2>Pairs, the most similar first</h2><table><tr><th>#</th><th>first</th><th>second</th>"
+            f"<th>similarity</th><th>shared tokens</th><th>family</th></tr>{rows}</table>{''.join(sections)}"
+            f"</body></html>")
 
 
 def _marked(text: str, slices) -> str:
