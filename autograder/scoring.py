@@ -17,6 +17,7 @@ fails, and so do parts that call it, so the student fixes the root first.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -150,17 +151,49 @@ def _not_run_entry(skipped: list[TestOutcome]) -> dict:
             "visibility": max((SPEC.visibility(o.part) for o in skipped), key=VISIBILITIES.index)}
 
 
+def tags(part: int, test: str | None = None) -> list[str]:
+    """What an entry of results.json is about, in Gradescope's own `tags` field: its part, and its hidden test
+    (the test's id, parameters included). The entry's name is for people only: nothing parses it."""
+    return [f"part{part}", *([f"test:{test}"] if test else [])]
+
+
+def entry_part(entry: dict) -> int | None:
+    """The part of an entry of results.json (None: an entry of no part, as the tests not run)."""
+    for tag in entry.get("tags") or _untagged(entry):
+        if tag.startswith("part") and tag[4:].isdigit():
+            return int(tag[4:])
+    return None
+
+
+def entry_test(entry: dict) -> str | None:
+    """The hidden test of an entry of results.json, parameters included (None: an entry of a whole part)."""
+    tagged = entry.get("tags") or _untagged(entry)
+    return next((tag.removeprefix("test:") for tag in tagged if tag.startswith("test:")), None)
+
+
+_UNTAGGED = re.compile(r"^Part (\d+) \([^)]*\)(?:: (.+))?$")
+
+
+def _untagged(entry: dict) -> list[str]:
+    """The tags of an entry written before results carried them (an output folder graded by an earlier version
+    and resumed): read once from the name it had then, "Part 1 (Scaling): test_id[param]"."""
+    match = _UNTAGGED.match(str(entry.get("name", "")))
+    return tags(int(match.group(1)), match.group(2)) if match else []
+
+
 def gradescope_results(report: Report, extra_output: str = "", lead: str = "") -> dict:
     """The report in Gradescope's results.json schema (also the student's feedback); `lead`: what went wrong
     while grading (a timeout, say), first in the output. Each test is shown when the spec shows its part."""
     tests = [{
         "name": f"Part {o.part} ({PART_TITLES[o.part]}): {o.name}",
+        "number": f"{o.part}.{index}",
+        "tags": tags(o.part, o.name),
         "score": o.score,
         "max_score": o.max_score,
         "status": o.status,
         "output": clip_message("Passed." if o.status == "passed" else o.message),
         "visibility": SPEC.visibility(o.part),
-    } for o in report.tests if o.status != "skipped"]
+    } for index, o in _numbered(report.tests) if o.status != "skipped"]
     skipped = [o for o in report.tests if o.status == "skipped"]
     if skipped:
         tests.append(_not_run_entry(skipped))
@@ -180,10 +213,19 @@ def error_results(status: str, message: str, extra_output: str = "") -> dict:
     so the student sees what the work is worth."""
     earned = dict.fromkeys(PART_POINTS, 0.0)
     lead = could_not_grade(status, message)
-    tests = [{"name": f"Part {p} ({PART_TITLES[p]})", "score": 0.0, "max_score": float(PART_POINTS[p]),
+    tests = [{"name": f"Part {p} ({PART_TITLES[p]})", "number": f"{p}", "tags": tags(p), "score": 0.0,
+              "max_score": float(PART_POINTS[p]),
               "status": "failed", "output": "Not graded: see the error at the top.", "visibility": SPEC.visibility(p)}
              for p in PART_POINTS]
     lines = [lead, "", *_part_lines(earned)]
     return {"score": round(sum(earned.values()), POINT_DECIMALS),
             "output": "\n".join(lines) + (f"\n\n{extra_output}" if extra_output else ""),
             "tests": tests, "visibility": "visible"}
+
+
+def _numbered(outcomes: list[TestOutcome]):
+    """(its place in its part, from 1, outcome) for each outcome: Gradescope's `number`, part.place."""
+    seen: dict[int, int] = {}
+    for outcome in outcomes:
+        seen[outcome.part] = seen.get(outcome.part, 0) + 1
+        yield seen[outcome.part], outcome

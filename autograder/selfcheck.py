@@ -39,7 +39,7 @@ from autograder import build_cli, consistency, handout_check
 from autograder.otter import engine_bridge, leaks, packaging
 from autograder.paths import REPO
 from autograder.samples import write_submission
-from autograder.scoring import PART_POINTS
+from autograder.scoring import PART_POINTS, entry_part, entry_test
 from autograder.zoo import fresh
 from autograder.zoo.bugs import BUGS
 from autograder.zoo.variants import VARIANTS
@@ -107,9 +107,9 @@ def failures(results: dict, shown: int = 3) -> str:
     failed = [test for test in results.get("tests", []) if test.get("status") == "failed"]
     lines = []
     for test in failed[:shown]:
-        name = test["name"].split(": ", 1)[-1]
-        part = test["name"].split()[1] if test["name"].startswith("Part ") else "?"
-        module = SPEC.part(int(part)).module if part.isdigit() and int(part) in SPEC.numbers else "?"
+        name, number = entry_test(test) or test.get("name", "?"), entry_part(test)
+        part = "?" if number is None else str(number)
+        module = SPEC.part(number).module if number in SPEC.numbers else "?"
         lines.append(f"{name} failed ({test.get('output', '')[:160]}): look at grading_tests/test_part{part}_*.py "
                      f"and assignment/reference/{module}.py")
     more = f"; and {len(failed) - shown} more" if len(failed) > shown else ""

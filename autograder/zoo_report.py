@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from autograder import build_cli, selfcheck
 from autograder.paths import REPO
-from autograder.scoring import PART_POINTS, PART_TITLES, parts_using
+from autograder.scoring import PART_POINTS, PART_TITLES, entry_part, parts_using
 
 DEFAULT_OUT = REPO / "out" / "zoo-report"
 # The sub-folders of --out this command owns (emptied first, so no stale result is reused).
@@ -60,7 +60,7 @@ def radius(name: str, part: int, results: dict) -> Radius:
         if test.get("status") != "failed":   # passed, or the informational entry of tests not run
             continue
         failed += 1
-        test_part = int(test["name"].split()[1])
+        test_part = entry_part(test)
         lost[test_part] = lost.get(test_part, 0.0) + float(test["max_score"])
     outside = {p: round(points, 2) for p, points in sorted(lost.items()) if p != part}
     root_named = not outside or f"Part {part} ({PART_TITLES[part]}) fails; " in results.get("output", "")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from assignment.spec import SPEC
 from autograder.paths import STUDENT_DIR
+from autograder.scoring import entry_part, entry_test
 from autograder.stubs import GRADED_MODULES
 from autograder.zoo import fresh
 from autograder.zoo.bugs import BUGS
@@ -159,8 +160,8 @@ def problems(rows: list[SentenceRow], handout: list[tuple[str, str]], tests: lis
 
 def breaks(row: SentenceRow, results: dict) -> bool:
     """Whether a graded submission (its results.json) fails one of the row's tests, in the sentence's part."""
-    failed = {(int(test["name"].split()[1]), test["name"].split(": ", 1)[1].split("[")[0])
-              for test in results["tests"] if test.get("status") == "failed"}
+    failed = {(entry_part(test), entry_test(test).split("[")[0])
+              for test in results["tests"] if test.get("status") == "failed" and entry_test(test)}
     every = {int(test.split()[-1]) for test in row.tests if EVERY_TEST.match(test)}
     return any((part, test) in failed for part in parts_of(row.where) for test in row.tests) \
         or any(part in every for part, _test in failed)

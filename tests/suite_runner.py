@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 from autograder.paths import REPO
+from autograder.scoring import entry_part
 from tests.patience import SAFETY_NET_S
 
 
@@ -31,7 +32,7 @@ def part_scores(results: dict) -> dict[int, tuple[float, float]]:
     """Part number -> (score, max) from a results.json dict."""
     scores: dict[int, list[float]] = {}
     for test in (t for t in results["tests"] if "max_score" in t):   # not the entry of tests not run
-        part = int(test["name"].split()[1])
+        part = entry_part(test)
         entry = scores.setdefault(part, [0.0, 0.0])
         entry[0] += test["score"]
         entry[1] += test["max_score"]

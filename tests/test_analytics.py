@@ -7,6 +7,7 @@ import shutil
 
 from autograder.engine import gradebook
 from autograder.reports import analytics, chart, summary
+from autograder.scoring import tags
 
 HINT = "Hint: matches q @ k^T without scaling: did you multiply by 1/sqrt(E)?"
 
@@ -15,13 +16,17 @@ def entry_name(part: int, name: str) -> str:
     return f"Part {part} (Title {part}): {name}"
 
 
+def part_of(test: str) -> int:
+    return 2 if test == "lone" else 1
+
+
 def write_class(out, verdicts: dict[str, tuple[str, dict[str, str | None]]]) -> list[dict]:
     """verdicts: submission -> (status, {test id -> None if passed, else its failure message}), all in Part 1 but
     `lone`, in Part 2 (as Part 5 repeats Part 2's test names). Writes results/<slug>.json; returns the rows."""
     (out / "results").mkdir(parents=True)
     rows = []
     for slug, (status, tests) in verdicts.items():
-        entries = [{"name": entry_name(2 if test == "lone" else 1, test), "max_score": 2.0,
+        entries = [{"name": entry_name(part_of(test), test), "tags": tags(part_of(test), test), "max_score": 2.0,
                     "score": 2.0 if message is None else 0.0, "status": "passed" if message is None else "failed",
                     "output": message or "Passed."} for test, message in tests.items()]
         entries.append({"name": "Not run on this grader (worth 0 points)", "output": "- CUDA"})

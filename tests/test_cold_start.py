@@ -23,6 +23,7 @@ from autograder.engine.limits import Limits
 from autograder.engine.trusted import _SecondDeviceLast
 from autograder.gateway import CallOptions, StudentError
 from autograder.paths import REPO
+from autograder.scoring import entry_test
 from autograder.suite import GradingPlugin
 from tests.fake_sandbox import FakeSpawner
 from tests.patience import SAFETY_NET_S
@@ -153,7 +154,7 @@ def test_the_gateway_moves_to_a_warm_sandbox_at_the_first_second_device_call_and
 @pytest.mark.slow
 def test_the_results_list_the_tests_in_the_suites_order(graded_zoo):
     """Graded by the engine (second-device tests run last), the reference's results follow the suite."""
-    listed = [test["name"].split(": ", 1)[1] for test in graded_zoo.results["reference"]["tests"] if "status" in test]
+    listed = [entry_test(test) for test in graded_zoo.results["reference"]["tests"] if entry_test(test)]
     collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                                 "grading_tests"], cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S).stdout
     suite = [line.split("::", 1)[1] for line in collected.splitlines() if "::" in line]

@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from autograder.scoring import tags
 from tests import contract_sentences as cs
 from tests import contract_table as ct
 
@@ -62,11 +63,13 @@ def test_every_bug_listed_against_a_sentence_fails_one_of_its_tests(graded_zoo):
 
 def test_a_bug_breaks_a_sentence_only_by_failing_one_of_its_tests_in_its_part():
     row = cs.SentenceRow("heads.split_heads", "x: (B, L, E).", ("test_keeps_the_dtype",), "", ("some-bug",))
-    def results(*failed):
-        return {"tests": [{"name": name, "status": "failed"} for name in failed]
-                + [{"name": "Part 3 (heads): test_split_heads_values", "status": "passed"}]}
-    assert cs.breaks(row, results("Part 3 (Splitting and merging heads): test_keeps_the_dtype[torch.float16]"))
-    assert not cs.breaks(row, results("Part 5 (Multi-head): test_keeps_the_dtype"))   # the same name elsewhere
+    def results(*failed):   # (part, test id) of each failed test, tagged as the engine tags them
+        return {"tests": [{"name": f"Part {part}: {test}", "tags": tags(part, test), "status": "failed"}
+                          for part, test in failed]
+                + [{"name": "Part 3: test_split_heads_values", "tags": tags(3, "test_split_heads_values"),
+                    "status": "passed"}]}
+    assert cs.breaks(row, results((3, "test_keeps_the_dtype[torch.float16]")))
+    assert not cs.breaks(row, results((5, "test_keeps_the_dtype")))   # the same name elsewhere
     assert not cs.breaks(row, results())
     every = dataclasses.replace(row, tests=("every test of Part 3",))
-    assert cs.breaks(every, results("Part 3 (Splitting and merging heads): test_merge_heads_values"))
+    assert cs.breaks(every, results((3, "test_merge_heads_values")))

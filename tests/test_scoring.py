@@ -14,6 +14,8 @@ from autograder.scoring import (
     cascade_notes,
     clip_message,
     could_not_grade,
+    entry_part,
+    entry_test,
     error_results,
     gradescope_results,
     parts_using,
@@ -158,3 +160,16 @@ def test_messages_are_clipped():
     assert clip_message("  short  ") == "short"
     long = clip_message("x" * (MESSAGE_LIMIT + 50))
     assert len(long) == MESSAGE_LIMIT + len(" [...]") and long.endswith(" [...]")
+
+
+def test_each_entry_carries_its_part_and_test_in_gradescopes_own_fields_and_the_name_is_for_people():
+    results = gradescope_results(score_outcomes(outcomes((1, "passed"), (3, "failed"), (3, "passed"))))
+    graded = [entry for entry in results["tests"] if "status" in entry]
+    assert [(entry_part(e), entry_test(e), e["number"]) for e in graded] == [
+        (1, "test_0", "1.1"), (3, "test_1", "3.1"), (3, "test_2", "3.2")]
+    renamed = [{**entry, "name": "anything a course likes"} for entry in graded]   # nothing parses the name
+    assert [(entry_part(e), entry_test(e)) for e in renamed] == [(1, "test_0"), (3, "test_1"), (3, "test_2")]
+    whole = error_results("error", "no student/ package")["tests"]
+    assert [(entry_part(e), entry_test(e)) for e in whole] == [(p, None) for p in PART_POINTS]
+    legacy = {"name": "Part 2 (Masking): test_x[float16]"}   # results written before the tags, resumed
+    assert (entry_part(legacy), entry_test(legacy)) == (2, "test_x[float16]")

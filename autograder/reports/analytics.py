@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from autograder.engine.files import atomic_write
 from autograder.engine.sanitize import csv_cell
 from autograder.reports import chart
+from autograder.scoring import entry_part, entry_test
 
-TEST_NAME = re.compile(r"^Part (\d+) \(([^)]*)\): (.+)$")   # "Part 1 (Scaling): test_id[param]"
 NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?(?![\w.])")   # 3, 0.5, 1e-05; not float32
 SHOWN_REASONS = 3
 COLUMNS = ("part", "test", "function", "points", "graded", "passed", "pass_rate", "points_lost", "top_failures")
@@ -69,10 +69,9 @@ def class_tests(out: pathlib.Path, rows: list[dict]) -> list[TestStat]:
         except (OSError, ValueError):
             continue
         for test in document.get("tests", []):
-            match = TEST_NAME.match(str(test.get("name", "")))
-            if not match or not test.get("max_score"):
-                continue   # the summary, the "not run" note, the flags: worth nothing
-            part, name = int(match.group(1)), match.group(3)
+            part, name = entry_part(test), entry_test(test)
+            if part is None or name is None or not test.get("max_score"):
+                continue   # the summary, the "not run" note, the flags, a whole part's entry: no test's
             stat = stats.setdefault((part, name), TestStat(part, name, float(test["max_score"])))
             stat.graded += 1
             if test.get("status") == "passed":
