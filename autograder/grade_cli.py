@@ -40,17 +40,18 @@ def main(argv=None) -> int:
     if run is None:
         return code
     from autograder import reports
+    from autograder.engine import gradebook
     from autograder.reports import analytics
 
     written = reports.write(args.out, run, similarity=args.similarity_report)
-    print(command.gradebook_table(run.rows, most_failed=analytics.most_failed(written.tests)))
-    for line in command.closing_lines(run, args.out)[:-1] + report_lines(run, written, args.out):
+    print(gradebook.table(run.rows, most_failed=analytics.most_failed(written.tests)))
+    for line in command.closing_lines(run, args.out, *report_lines(run, written, args.out)):
         print(line)
     return code
 
 
-def report_lines(run, written, out: str) -> list[str]:
-    """The reports' closing lines: what was written, and what asks for the grader's attention."""
+def report_lines(run, written, out: str) -> tuple[list[str], str]:
+    """(the reports' lines asking for the grader's attention, the files they wrote, for the line that lists them)."""
     from autograder.reports import recorded_scores
     where = os.path.join
     scored = any(map(recorded_scores.scored, run.rows))   # an export with Gradescope's scores
@@ -61,11 +62,11 @@ def report_lines(run, written, out: str) -> list[str]:
     if scored:
         lines.append(f"gradescope: {len(written.disagreements)} submission(s) scored differently from the score "
                      f"Gradescope recorded ({where(out, 'gradescope.csv')})")
-    lines.append(f"wrote {where(out, 'grades.csv')}, {where(out, 'results')}/, tests.csv"
-                 + (", summary.png, tests.png" if written.charts else " (no pictures for a gradebook of one row)")
-                 + (", similarity.csv, similarity.html" if written.flagged is not None else "")
-                 + (", gradescope.csv" if scored else ""))
-    return lines
+    wrote = (", tests.csv" + (", summary.png, tests.png" if written.charts else
+                              " (no pictures for a gradebook of one row)")
+             + (", similarity.csv, similarity.html" if written.flagged is not None else "")
+             + (", gradescope.csv" if scored else ""))
+    return lines, wrote
 
 
 if __name__ == "__main__":

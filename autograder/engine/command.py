@@ -75,7 +75,9 @@ def parser(prog: str = "python -m autograder.engine.command", doc: str = __doc__
 def main(argv=None) -> int:
     code, run, args = grade(argv)
     if run is not None:
-        print(gradebook_table(run.rows))
+        from autograder.engine import gradebook
+
+        print(gradebook.table(run.rows))
         for line in closing_lines(run, args.out):
             print(line)
     return code
@@ -91,12 +93,6 @@ def grade(argv=None, arguments: argparse.ArgumentParser | None = None):
         return _grade(argv, template, arguments or parser())
     finally:
         template.close()   # grade_all closed it already where it ran
-
-
-def gradebook_table(rows: list[dict], most_failed=()) -> str:
-    from autograder.engine import gradebook
-
-    return gradebook.table(rows, most_failed=most_failed)
 
 
 def _grade(argv, template, arguments: argparse.ArgumentParser):
@@ -136,8 +132,9 @@ def _grade(argv, template, arguments: argparse.ArgumentParser):
     return 0, run, args
 
 
-def closing_lines(run, out: str) -> list[str]:
-    """The batch's closing lines: the isolation, what was written, and what asks for the grader's attention."""
+def closing_lines(run, out: str, notes: list[str] = (), also_wrote: str = "") -> list[str]:
+    """The batch's closing lines: the isolation, what asks for the grader's attention (notes: more of it, from what
+    a caller made after the batch), and what was written (also_wrote: the caller's files, after results/)."""
     from autograder.engine import load_free
     where = os.path.join
     lines = ["", f"isolation: {run.note}"]
@@ -162,7 +159,8 @@ def closing_lines(run, out: str) -> list[str]:
     if run.repeats is not None:
         lines.append(f"repeat: {len(run.repeats)} submission(s) got a different result when graded again "
                      f"({where(out, 'repeat.csv')})")
-    lines.append(f"wrote {where(out, 'grades.csv')}, {where(out, 'results')}/")
+    lines += notes
+    lines.append(f"wrote {where(out, 'grades.csv')}, {where(out, 'results')}/{also_wrote}")
     return lines
 
 
