@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 
 from assignment.spec import SPEC_FILE, Spec, SpecError, load
-from autograder import derived
+from autograder import derived, stubs
 from autograder.paths import GRADING_DIR, REFERENCE_DIR, REPO
 
 # The names of the gateway itself (not graded functions) that a hidden test may use on `student`.
@@ -242,7 +242,7 @@ def _given_code_problems(files: dict[str, str], spec: Spec) -> list[Problem]:
             tree = ast.parse(text)
         except SyntaxError:
             continue   # the reference's own problems are found elsewhere
-        for qualname, node in _functions(tree):
+        for qualname, node in stubs.functions(tree):
             docstring = ast.get_docstring(node) or ""
             if qualname not in graded and "grader" in docstring:
                 line = next(line for line in docstring.splitlines() if "grader" in line)
@@ -250,11 +250,3 @@ def _given_code_problems(files: dict[str, str], spec: Spec) -> list[Problem]:
                                                               f"says how the grader checks it: {line.strip()[:100]!r}"))
     return found
 
-
-def _functions(node, prefix: str = ""):
-    """(qualname, node) of every function and method under node."""
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, (ast.FunctionDef, ast.ClassDef)):
-            if isinstance(child, ast.FunctionDef):
-                yield prefix + child.name, child
-            yield from _functions(child, prefix + child.name + ".")

@@ -31,20 +31,21 @@ class Block:
     lines: tuple[str, ...]   # the solution's lines, between the markers
 
 
+def functions(node: ast.AST, prefix: str = ""):
+    """(qualified name, node) of every function and method under node, each before the ones nested in it."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.ClassDef)):
+            if isinstance(child, ast.FunctionDef):
+                yield prefix + child.name, child
+            yield from functions(child, prefix + child.name + ".")
+
+
 def _qualnames_by_line(tree: ast.Module) -> dict[int, str]:
     """Map every line of every function to the function's qualified name (innermost wins)."""
     owner: dict[int, str] = {}
-
-    def visit(node, prefix):
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.ClassDef)):
-                name = prefix + child.name
-                if isinstance(child, ast.FunctionDef):
-                    for line in range(child.lineno, child.end_lineno + 1):
-                        owner[line] = name
-                visit(child, name + ".")
-
-    visit(tree, "")
+    for name, function in functions(tree):   # an outer function before the ones nested in it
+        for line in range(function.lineno, function.end_lineno + 1):
+            owner[line] = name
     return owner
 
 
