@@ -21,6 +21,8 @@ import os
 import signal
 import time
 
+from autograder.engine import processes
+
 RUN_PREFIX = "autograder-"
 BOX_PREFIX = "box-"
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -292,7 +294,7 @@ def remove_stale(parent: str) -> None:
         return
     for entry in entries:
         pid = entry.name[len(RUN_PREFIX):]
-        if not pid.isdigit() or int(pid) == os.getpid() or _alive(int(pid)):
+        if not pid.isdigit() or int(pid) == os.getpid() or processes.alive(int(pid)):
             continue
         with contextlib.suppress(OSError):
             for box in os.scandir(entry.path):
@@ -301,12 +303,3 @@ def remove_stale(parent: str) -> None:
                         os.rmdir(box.path)
             os.rmdir(entry.path)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -22,7 +22,7 @@ import pathlib
 import stat
 import tempfile
 
-from autograder.engine import isolation
+from autograder.engine import isolation, processes
 
 # Root's alone: in /run where there is one (no other user can create a file there), else in the temporary folder,
 # where a file another user planted is refused (it would decide which modes root puts back).
@@ -79,12 +79,7 @@ def _mode(path: str) -> int | None:
 
 
 def _alive(pids: list[int]) -> list[int]:
-    found = []
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, 0)
-            found.append(pid)
-    return found
+    return [pid for pid in pids if processes.alive(pid)]
 
 
 @contextlib.contextmanager

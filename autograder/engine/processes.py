@@ -144,3 +144,14 @@ def run_delay_seconds(pid: int) -> float | None:
             return int(handle.read().split()[1]) / 1e9
     except (OSError, IndexError, ValueError):
         return None
+
+
+def alive(pid: int) -> bool:
+    """Whether process pid exists (one of another user's counts: the kernel refuses the signal, not the lookup)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
