@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -42,7 +43,7 @@ from student.submit import write_submission_zip  # noqa: E402
 
 PYTHON = sys.executable
 TARGET_RATIO = 1.5           # (a): grading one submission / import torch (issue 28)
-RESULTS: dict = {}           # what this run measured, for --write-docs
+BARE = 'python -c "import torch"'   # (a)'s baseline command, as its lines label it
 BEFORE_100_SECONDS = 99.3    # (b): 100 submissions, 2 workers, before the kernel sandbox (issue 11)
 
 
@@ -90,12 +91,21 @@ def autograder_zip(path: pathlib.Path) -> tuple[pathlib.Path | None, str]:
     return None, f"`python -m autograder build` failed (exit {proc.returncode}): {lines[-1] if lines else 'no output'}"
 
 
-def part_a(scratch: pathlib.Path, submission: pathlib.Path, repeat: int) -> None:
+@dataclass
+class OneSubmission:
+    """Part (a)'s figures: per command, the medians of its rounds and, against the bare import, of its ratios."""
+    load: tuple[float, ...]                                       # the load average as the rounds began
+    repeat: int
+    timings: dict[str, tuple[float, float]] = field(default_factory=dict)           # label -> (wall, CPU-s)
+    ratios: dict[str, tuple[float, float, float, float]] = field(default_factory=dict)   # wall, CPU, lowest, highest
+
+
+def part_a(scratch: pathlib.Path, submission: pathlib.Path, repeat: int) -> OneSubmission:
     """The grader's command (grading, then the class reports) and the runtime's alone (what Gradescope's run
     calls), each paired with a bare import in every round, all three alternately under the same load."""
     timed([PYTHON, "-c", "import torch"], "import torch")   # a warm-up, not counted: the file cache
-    RESULTS["load"] = os.getloadavg()
-    commands = {'python -c "import torch"': lambda _run: [PYTHON, "-c", "import torch"],
+    measured = OneSubmission(os.getloadavg(), repeat)
+    commands = {BARE: lambda _run: [PYTHON, "-c", "import torch"],
                 "python -m autograder grade ONE.zip": lambda run: [
                     PYTHON, "-m", "autograder", "grade", submission, "--out", scratch / f"one-{run}", "--workers", "1"],
                 "python -m autograder.engine.command ONE.zip": lambda run: [
@@ -107,37 +117,42 @@ def part_a(scratch: pathlib.Path, submission: pathlib.Path, repeat: int) -> None
             runs[label].append(timed_cpu(command(run), label))
     print(f"(a) one submission from a cold start, median of {repeat} paired runs; load average "
           f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    imports = runs['python -c "import torch"']
     for label, timings in runs.items():
         walls = [w for w, _ in timings]
-        _line(label, f"{statistics.median(walls):8.2f} s wall, "
-                     f"{statistics.median(c for _, c in timings):6.2f} CPU-s   (wall runs: {_runs(walls)})")
+        measured.timings[label] = (statistics.median(walls), statistics.median(c for _, c in timings))
+        _line(label, f"{measured.timings[label][0]:8.2f} s wall, {measured.timings[label][1]:6.2f} CPU-s   "
+                     f"(wall runs: {_runs(walls)})")
     for label, timings in list(runs.items())[1:]:
-        walls = [one / bare for (bare, _), (one, _) in zip(imports, timings, strict=True)]
-        cpus = [one / bare for (_, bare), (_, one) in zip(imports, timings, strict=True)]
+        walls = [one / bare for (bare, _), (one, _) in zip(runs[BARE], timings, strict=True)]
+        cpus = [one / bare for (_, bare), (_, one) in zip(runs[BARE], timings, strict=True)]
+        measured.ratios[label] = (statistics.median(walls), statistics.median(cpus), min(walls), max(walls))
         _line(f"ratio {label.removeprefix('python -m ').removesuffix(' ONE.zip')} / import torch",
-              f"{statistics.median(walls):8.2f}x wall (target: at most {TARGET_RATIO:g}x), "
-              f"{statistics.median(cpus):.2f}x CPU   (runs: {_runs(walls)})")
-        RESULTS[label] = (statistics.median(walls), statistics.median(cpus), min(walls), max(walls))
-    RESULTS["timings"] = {label: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t))
-                          for label, t in runs.items()}
-    RESULTS["repeat"] = repeat
+              f"{measured.ratios[label][0]:8.2f}x wall (target: at most {TARGET_RATIO:g}x), "
+              f"{measured.ratios[label][1]:.2f}x CPU   (runs: {_runs(walls)})")
+    return measured
 
 
 def part_b(scratch: pathlib.Path, zips: list[pathlib.Path], autograder: pathlib.Path | None, why: str,
-           otter: bool = True) -> None:
+           otter: bool = True) -> tuple[int, int, float]:
+    """(submissions, workers, seconds) of the engine's batch; `otter run` one by one beside it, where asked."""
     workers = os.cpu_count() or 1
     out = scratch / "batch"
     engine = timed([PYTHON, "-m", "autograder", "grade", zips[0].parent, "--out", out], "the batch")
     n = len(zips)
-    RESULTS["class"] = (n, workers, engine)
     print(f"(b) {n} submissions")
     _line(f"python -m autograder grade ({workers} workers)", f"{engine:8.2f} s   ({engine / n:.2f} s each)")
     if n == 100 and workers == 2:
         _line("before the kernel sandbox (issue 11)", f"{BEFORE_100_SECONDS:8.2f} s   (ratio now / before: "
               f"{engine / BEFORE_100_SECONDS:.2f})")
-    if not otter:
-        return
+    if otter:
+        _time_otter(scratch, zips, autograder, why, out, engine)
+    return n, workers, engine
+
+
+def _time_otter(scratch: pathlib.Path, zips: list[pathlib.Path], autograder: pathlib.Path | None, why: str,
+                out: pathlib.Path, engine: float) -> None:
+    """`otter run` once per submission, one after another, against the engine's batch of the same (in out)."""
+    n = len(zips)
     if autograder is None:
         print(f"    otter run: not timed: {why}")
         return
@@ -179,34 +194,32 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as scratch:
         scratch = pathlib.Path(scratch)
         zips = write_class(scratch, args.count)
-        part_a(scratch, zips[0], args.repeat)
+        one = part_a(scratch, zips[0], args.repeat)
         autograder, why = (None, "") if args.no_otter else autograder_zip(args.autograder.resolve())
-        part_b(scratch, zips, autograder, why, otter=not args.no_otter)
+        batch = part_b(scratch, zips, autograder, why, otter=not args.no_otter)
     if args.write_docs:
-        print(f"wrote {figures.write(DOCUMENT, BLOCK, docs_table(), RESULTS['load'])}")
+        print(f"wrote {figures.write(DOCUMENT, BLOCK, docs_table(one, batch), one.load)}")
     return 0
 
 
 DOCUMENT, BLOCK = "docs/design.md", "one-submission"
 
 
-def docs_table() -> str:
-    """The measured figures as the documents show them (RESULTS, from this run)."""
-    timings = RESULTS["timings"]
-    bare_wall, bare_cpu = timings['python -c "import torch"']
+def docs_table(one: OneSubmission, batch: tuple[int, int, float]) -> str:
+    """This run's figures as the documents show them: part (a)'s and part (b)'s (submissions, workers, seconds)."""
+    bare_wall, bare_cpu = one.timings[BARE]
     lines = ["| measurement | wall | CPU (whole process tree) | ratio to the import (median of paired runs) |",
-             "|---|---|---|---|", f'| `python -c "import torch"` | {bare_wall:.2f} s | {bare_cpu:.2f} s | |']
+             "|---|---|---|---|", f'| `{BARE}` | {bare_wall:.2f} s | {bare_cpu:.2f} s | |']
     for label, what in (("python -m autograder grade ONE.zip", "the grader's command: the batch, then the reports"),
                         ("python -m autograder.engine.command ONE.zip", "the runtime alone: Gradescope's run")):
-        wall, cpu = timings[label]
-        ratio, cpu_ratio, low, high = RESULTS[label]
+        wall, cpu = one.timings[label]
+        ratio, cpu_ratio, low, high = one.ratios[label]
         lines.append(f"| `{label}` ({what}) | {wall:.2f} s | {cpu:.2f} s | {ratio:.2f}x wall ({low:.2f}x to "
                      f"{high:.2f}x), {cpu_ratio:.2f}x CPU (target: at most {TARGET_RATIO:g}x wall) |")
-    if "class" in RESULTS:
-        n, workers, seconds = RESULTS["class"]
-        lines.append(f"| {n} submissions, `python -m autograder grade` ({workers} workers) | {seconds:.1f} s "
-                     f"({seconds / n:.2f} s each) | | |")
-    return "\n".join(lines) + f"\n\nOne submission: {RESULTS['repeat']} rounds, the three commands alternately."
+    n, workers, seconds = batch
+    lines.append(f"| {n} submissions, `python -m autograder grade` ({workers} workers) | {seconds:.1f} s "
+                 f"({seconds / n:.2f} s each) | | |")
+    return "\n".join(lines) + f"\n\nOne submission: {one.repeat} rounds, the three commands alternately."
 
 
 if __name__ == "__main__":
