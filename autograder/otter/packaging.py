@@ -38,7 +38,9 @@ PYPI_REQUIREMENTS = "requirements-pypi.txt"   # the handout's fallback where PyT
 CPU_INDEX = image.CPU_INDEX
 
 # What of the repository goes into autograder.zip, at its top (the working folder of run_gradescope).
-AUTOGRADER_SOURCES = ("autograder/__init__.py", "autograder/__main__.py", "autograder/paths.py",
+# (Not autograder/__main__.py: it dispatches the instructor's commands, none of which ships; the runtime's own
+# command is autograder/engine/command.py.)
+AUTOGRADER_SOURCES = ("autograder/__init__.py", "autograder/paths.py",
                       "autograder/gateway.py", "autograder/local_gateway.py", "autograder/scoring.py",
                       "autograder/suite.py", "autograder/source_rules.py",
                       "autograder/otter/__init__.py", "autograder/otter/plugin.py", "autograder/otter/engine_bridge.py",
