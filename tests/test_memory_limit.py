@@ -19,7 +19,7 @@ import pytest
 
 from autograder.adversarial import memory, read_rows, result_files, verify
 from autograder.adversarial.base import Context
-from autograder.engine import isolation, memcg
+from autograder.engine import isolation, memcg, processes
 from autograder.paths import REPO
 from autograder.samples import write_submission
 from tests.grading_command import grade
@@ -58,7 +58,7 @@ def _leftovers() -> list[str]:
     """Run groups in our memory cgroup whose process is gone (a live one may be another engine's run)."""
     parent = memcg.own_group()
     return [name for name in os.listdir(parent) if name.startswith(memcg.RUN_PREFIX)
-            and name[len(memcg.RUN_PREFIX):].isdigit() and not memcg._alive(int(name[len(memcg.RUN_PREFIX):]))]
+            and name[len(memcg.RUN_PREFIX):].isdigit() and not processes.alive(int(name[len(memcg.RUN_PREFIX):]))]
 
 
 # ---------------------------------------------------------------- the group itself
