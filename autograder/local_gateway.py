@@ -21,10 +21,8 @@ from autograder.gateway import (
     CallOptions,
     Gateway,
     StudentError,
-    module_arguments,
     module_path,
     not_imported,
-    run_options,
 )
 
 
@@ -69,7 +67,7 @@ class LocalGateway(Gateway):
     def call(self, function, args=(), kwargs=None, options=CallOptions()):
         args = tuple(args)
         try:
-            done = executor.execute_call(self._loaded(function), function, args, kwargs, **run_options(options))
+            done = executor.execute_call(self._loaded(function), function, args, kwargs, options)
         except executor.StudentFailure as failure:
             raise StudentError(failure.type_name, failure.message) from None
         reply = by_wire(CallReply(done.value, done.devices, done.input_grads, done.args_after, done.attention_calls),
@@ -77,10 +75,9 @@ class LocalGateway(Gateway):
         self.note_path("manual", reply.attention_calls)
         return replies.call_result(reply, args, options.device)
 
-    def run_module(self, spec, options=CallOptions()):
+    def _run_module(self, spec, options):
         try:
-            done = executor.execute_module(self._loaded(executor.MODULE_CLASS), **module_arguments(spec),
-                                           **run_options(options))
+            done = executor.execute_module(self._loaded(executor.MODULE_CLASS), spec, options)
         except executor.StudentFailure as failure:
             raise StudentError(failure.type_name, failure.message) from None
         reply = by_wire(ModuleReply(done.parameters, done.output, done.devices, done.input_grads, done.param_grads,

@@ -21,7 +21,7 @@ from autograder.engine.client import SandboxGateway, SessionLog, uses_second_dev
 from autograder.engine.executor import vector_jacobian
 from autograder.engine.limits import Limits
 from autograder.engine.trusted import _SecondDeviceLast
-from autograder.gateway import CallOptions, StudentError
+from autograder.gateway import CallOptions, ModuleSpec, StudentError
 from autograder.paths import REPO
 from autograder.scoring import entry_test
 from autograder.suite import GradingPlugin
@@ -118,14 +118,14 @@ def test_the_points_report_keeps_the_suites_order_whatever_order_the_tests_ran_i
 
 @pytest.mark.parametrize(("request_", "expected"), [
     (messages.CallRequest("scaled_scores", (torch.ones(2),), {}), False),
-    (messages.CallRequest("scaled_scores", (torch.ones(2),), {}, device="emulated"), True),
+    (messages.CallRequest("scaled_scores", (torch.ones(2),), {}, CallOptions(device="emulated")), True),
     (messages.CallRequest("causal_mask", (3, 5), {"device": "emulated"}), True),
     (messages.CallRequest("causal_mask", (3, 5), {"device": "emulated:0"}), True),
     (messages.CallRequest("padding_mask", ([2, 4], 5, "emulated"), {}), True),
-    (messages.CallRequest("causal_mask", (3, 5), {}, default_device="emulated"), True),
+    (messages.CallRequest("causal_mask", (3, 5), {}, CallOptions(default_device="emulated")), True),
     (messages.CallRequest("causal_mask", (3, 5), {"device": "cpu"}), False),
-    (messages.ModuleRequest({"d_model": 8}, device="emulated"), True),
-    (messages.ModuleRequest({"d_model": 8}), False),
+    (messages.ModuleRequest(ModuleSpec({"d_model": 8}), CallOptions(device="emulated")), True),
+    (messages.ModuleRequest(ModuleSpec({"d_model": 8})), False),
 ], ids=["cpu", "second-device-inputs", "second-device-argument", "indexed-argument", "second-device-positional",
         "default-device", "cpu-argument", "module-second-device", "module-cpu"])
 def test_a_call_uses_the_second_device_when_asked_to_or_told_to(request_, expected):

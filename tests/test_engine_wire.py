@@ -17,7 +17,7 @@ import torch
 from autograder.engine import emulated, executor, layout, messages, protocol, replies
 from autograder.engine.messages import CallReply, CallRequest, Failure, ModuleReply, ModuleRequest, Ready
 from autograder.engine.protocol import ProtocolError
-from autograder.gateway import Gateway, ModuleSpec, module_path
+from autograder.gateway import CallOptions, Gateway, ModuleSpec, module_path
 from autograder.local_gateway import LocalGateway
 
 
@@ -192,9 +192,10 @@ def roundtrip_frame(message):
 
 
 @pytest.mark.parametrize("message", [
-    CallRequest("split_heads", (torch.ones(2, 3, 4), 2), {"dim": -1}, "meta", 3, (torch.ones(2),), "math"),
-    ModuleRequest({"embed_dim": 4, "num_heads": 2}, {"q_proj.weight": torch.eye(4)}, {"x": torch.ones(1, 2, 4)},
-                  True, torch.float64),
+    CallRequest("split_heads", (torch.ones(2, 3, 4), 2), {"dim": -1},
+                CallOptions("meta", 3, (torch.ones(2),), "math", sdpa_mark=1.5)),
+    ModuleRequest(ModuleSpec({"embed_dim": 4, "num_heads": 2}, {"q_proj.weight": torch.eye(4)},
+                             {"x": torch.ones(1, 2, 4)}, training=True, dtype=torch.float64)),
     Ready({"masking": "ModuleNotFoundError: No module named einops"}, ["escape attempt: open /etc/shadow"]),
     Failure("ValueError", "bad", []),
     CallReply((torch.ones(2), torch.zeros(1)), ["cpu", "cpu"], None, [torch.ones(1), None], ["x"], []),
@@ -203,7 +204,7 @@ def roundtrip_frame(message):
 def test_every_message_survives_its_encode_and_decode(message):
     back = decoded(message, type(message))
     assert type(back) is type(message)
-    for name in type(message).FIELDS:
+    for name in messages.field_types(type(message)):
         mine, theirs = getattr(message, name), getattr(back, name)
         assert repr(mine) == repr(theirs), name
 

@@ -177,6 +177,9 @@ REWORDED = {   # file -> (old, new): the places the self-check names once Part 6
         ("        It must work whichever SDPA backend torch picks: the grader also runs it\n"
          "        with SDPA restricted to its math backend, which refuses an attn_mask\n"
          "        together with is_causal=True.", "        It works whichever SDPA backend torch picks."),
+        ("        Return what F.scaled_dot_product_attention returns: the grader rescales\n"
+         "        that output during its tests, so numbers computed beside the call come\n"
+         "        out wrong.\n", "        It returns what F.scaled_dot_product_attention returns.\n"),
     ],
     "handout/README.md": [
         ("- Part 6 compares both of your paths with plain PyTorch math and says which one disagrees:\n"

@@ -143,6 +143,10 @@ class MultiHeadAttention(nn.Module):
             (B, H, L, D), equal (up to rounding) to the output of this package's
             scaled_dot_product_attention on the same inputs.
 
+        Return what F.scaled_dot_product_attention returns: the grader rescales
+        that output during its tests, so numbers computed beside the call come
+        out wrong.
+
         It must work whichever SDPA backend torch picks: the grader also runs it
         with SDPA restricted to its math backend, which refuses an attn_mask
         together with is_causal=True. Read the documentation of

@@ -24,10 +24,8 @@ from autograder.gateway import (
     CallOptions,
     Gateway,
     StudentError,
-    module_arguments,
     module_path,
     not_imported,
-    run_options,
 )
 
 SPAWNED = struct.Struct("!q?")   # a sandbox handed over: its pid, and whether the second device is warm in it
@@ -99,16 +97,15 @@ class SandboxGateway(Gateway):
     # ------------------------------------------------------------------ Gateway
     def call(self, function, args=(), kwargs=None, options=CallOptions()):
         args = tuple(args)
-        request = CallRequest(function, args, dict(kwargs or {}), **run_options(options))
+        request = CallRequest(function, args, dict(kwargs or {}), options)
         reply = self._request(function, request, messages.CallReply)
         result = self._checked(function, lambda: replies.call_result(reply, args, options.device))
         self.note_path("manual", reply.attention_calls)
         return result
 
-    def run_module(self, spec, options=CallOptions()):
+    def _run_module(self, spec, options):
         label = "MultiHeadAttention"
-        reply = self._request(label, ModuleRequest(**module_arguments(spec), **run_options(options)),
-                              messages.ModuleReply)
+        reply = self._request(label, ModuleRequest(spec, options), messages.ModuleReply)
         result = self._checked(label, lambda: replies.module_result(reply, spec.forward_kwargs, options.device))
         self.note_path(module_path(spec), reply.attention_calls)
         return result
@@ -291,7 +288,7 @@ class SandboxGateway(Gateway):
 def uses_second_device(request) -> bool:
     """Whether a call runs on the emulated second device: asked to (the call's device, the default device), or
     told to (a device argument)."""
-    if SECOND in (request.device.split(":")[0], (request.default_device or "").split(":")[0]):
+    if SECOND in (request.options.device.split(":")[0], (request.options.default_device or "").split(":")[0]):
         return True
     arguments = [*getattr(request, "args", ()), *getattr(request, "kwargs", {}).values()]
     return any(isinstance(a, str) and a.split(":")[0] == SECOND for a in arguments)   # a device travels as its name

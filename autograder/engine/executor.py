@@ -62,6 +62,35 @@ class StudentFailure(Exception):
         return cls(type(error).__name__[:100], message[:MESSAGE_CHARS])
 
 
+@dataclass(frozen=True)
+class CallOptions:
+    """How a graded call runs: carried whole from the test to the executor (the wire's one options object)."""
+    device: str = "cpu"
+    seed: int = 0
+    # Backprop sum(out_i * grad_outputs[i]) over the returned tensors (in order);
+    # the gradients of floating-point tensor inputs come back. None: no backward.
+    grad_outputs: tuple[torch.Tensor, ...] | None = None
+    # The one SDPA backend F.scaled_dot_product_attention may use during the call (a key of
+    # SDPA_BACKENDS); None: torch chooses.
+    sdpa_backend: str | None = None
+    # torch's default device during the call (where `device=None` creates tensors); None: the CPU.
+    default_device: str | None = None
+    # What F.scaled_dot_product_attention returns is multiplied by this during the call (the grader's probe of
+    # whether a fused path's output comes from its SDPA call: provenance.py); None: returned as torch gives it.
+    sdpa_mark: float | None = None
+
+
+@dataclass(frozen=True)
+class ModuleSpec:
+    """Build MultiHeadAttention(**init_kwargs), optionally load weights, optionally run forward."""
+    init_kwargs: dict
+    state_dict: dict[str, torch.Tensor] | None = None   # loaded with strict=True
+    forward_kwargs: dict | None = None                 # x, context, padding_mask, is_causal; None: build only
+    method: str = "forward"                            # the graded method run with forward_kwargs (_fused_attention)
+    training: bool = False
+    dtype: torch.dtype | None = None                   # module.to(dtype) after loading weights
+
+
 @dataclass
 class ExecutedCall:
     value: Any                                  # plain CPU (or meta) tensors in the structure returned
@@ -83,17 +112,21 @@ class ExecutedModule:
 
 
 class _AttentionWatch(torch.overrides.TorchFunctionMode):
-    """Notes every call of torch's attention functions made through torch's Python API; changes nothing."""
+    """Notes every call of torch's attention functions made through torch's Python API; changes nothing, except
+    that with a mark, what F.scaled_dot_product_attention returns is multiplied by it."""
 
-    def __init__(self, seen: list[str]):
+    def __init__(self, seen: list[str], mark: float | None = None):
         super().__init__()
-        self.seen = seen
+        self.seen, self.mark = seen, mark
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = getattr(func, "__name__", "")
         if name in ATTENTION_FUNCTIONS and name not in self.seen:
             self.seen.append(name)
-        return func(*args, **(kwargs or {}))
+        result = func(*args, **(kwargs or {}))
+        if self.mark is not None and name == "scaled_dot_product_attention" and isinstance(result, torch.Tensor):
+            return result * self.mark
+        return result
 
 
 class _KernelWatch(TorchDispatchMode):
@@ -116,10 +149,19 @@ class _KernelWatch(TorchDispatchMode):
 
 
 @contextlib.contextmanager
-def watching_attention(seen: list[str]):
-    """Note in `seen` the names of torch's attention functions that the code run inside calls (and let the emulated
-    device take what a GPU takes: emulated.like_a_gpu)."""
-    with _AttentionWatch(seen), emulated.like_a_gpu(), _KernelWatch(seen):
+def watching_attention(seen: list[str], mark: float | None = None):
+    """Note in `seen` the names of torch's attention functions that the code run inside calls, SDPA's output
+    multiplied by mark if one is given (and let the emulated device take what a GPU takes: emulated.like_a_gpu)."""
+    with _AttentionWatch(seen, mark), emulated.like_a_gpu(), _KernelWatch(seen):
+        yield
+
+
+@contextlib.contextmanager
+def running_as(options: CallOptions, seen: list[str]):
+    """Everything a call's options ask of torch while the student's code runs: the watches (and the mark), the SDPA
+    backend, the default device."""
+    with watching_attention(seen, options.sdpa_mark), restricting_sdpa(options.sdpa_backend), \
+            defaulting_to(options.default_device):
         yield
 
 
@@ -244,12 +286,12 @@ def seed_random(seed: int) -> None:
         torch.cuda.manual_seed_all(seed)
 
 
-def execute_call(student, function: str, args=(), kwargs=None, *, device: str = "cpu", seed: int = 0,
-                 grad_outputs=None, sdpa_backend: str | None = None, default_device: str | None = None) -> ExecutedCall:
-    """student.<function>(*args, **kwargs) on copies of the arguments moved to device."""
+def execute_call(student, function: str, args=(), kwargs=None, options: CallOptions = CallOptions()) -> ExecutedCall:
+    """student.<function>(*args, **kwargs) on copies of the arguments moved to options.device."""
     if function not in FUNCTIONS:
         raise StudentFailure("ValueError", f"{function} is not a graded function")
-    target = _device(device, default_device)
+    target = _device(options.device, options.default_device)
+    grad_outputs = options.grad_outputs
     args = map_tensors(tuple(args), lambda t: layout.moved(t, target))
     kwargs = map_tensors(dict(kwargs or {}), lambda t: layout.moved(t, target))
     wants_grad = grad_outputs is not None
@@ -259,9 +301,9 @@ def execute_call(student, function: str, args=(), kwargs=None, *, device: str = 
         if tensor is not None:
             tensor.requires_grad_(True)
     seen: list[str] = []
-    seed_random(seed)
+    seed_random(options.seed)
     try:
-        with watching_attention(seen), restricting_sdpa(sdpa_backend), defaulting_to(default_device):
+        with running_as(options, seen):
             value = getattr(student, function)(*args, **kwargs)
             grads = _gradients(value, grad_outputs, differentiable) if wants_grad else None
         return ExecutedCall(
@@ -275,27 +317,27 @@ def execute_call(student, function: str, args=(), kwargs=None, *, device: str = 
         raise StudentFailure.of(error) from None
 
 
-def execute_module(student, *, init_kwargs: dict, state_dict=None, forward_kwargs=None, training: bool = False,
-                   dtype=None, method: str = "forward", device: str = "cpu", seed: int = 0, grad_outputs=None,
-                   sdpa_backend: str | None = None, default_device: str | None = None) -> ExecutedModule:
-    """Build MultiHeadAttention(**init_kwargs); with forward_kwargs also load the weights and run `method`
-    (forward, or another graded method) once with them."""
+def execute_module(student, spec: ModuleSpec, options: CallOptions = CallOptions()) -> ExecutedModule:
+    """Build MultiHeadAttention(**spec.init_kwargs); with spec.forward_kwargs also load the weights and run
+    spec.method (forward, or another graded method) once with them."""
+    method, forward_kwargs, state_dict = spec.method, spec.forward_kwargs, spec.state_dict
     if method not in MODULE_METHODS:
         raise ValueError(f"{method!r} is not a graded method of {MODULE_CLASS}")   # the grader's mistake
-    target = _device(device, default_device)
+    target = _device(options.device, options.default_device)
+    grad_outputs = options.grad_outputs
     seen: list[str] = []
-    seed_random(seed)
+    seed_random(options.seed)
     try:
-        module = getattr(student, MODULE_CLASS)(**init_kwargs)
+        module = getattr(student, MODULE_CLASS)(**spec.init_kwargs)
         parameters = {str(name): plain_result(p.detach()) for name, p in module.named_parameters()}
         if forward_kwargs is None:
             return ExecutedModule(parameters=parameters)
         if state_dict is not None:
             module.load_state_dict({k: v.clone() for k, v in state_dict.items()}, strict=True)
-        if dtype is not None:
-            module.to(dtype)
+        if spec.dtype is not None:
+            module.to(spec.dtype)
         module.to(target)
-        module.train(training)
+        module.train(spec.training)
         inputs = {key: layout.moved(value, target) if isinstance(value, torch.Tensor) else value
                   for key, value in forward_kwargs.items()}
 
@@ -303,10 +345,9 @@ def execute_module(student, *, init_kwargs: dict, state_dict=None, forward_kwarg
         for value in inputs.values():
             if wants_grad and isinstance(value, torch.Tensor) and value.is_floating_point():
                 value.requires_grad_(True)
-        seed_random(seed)
+        seed_random(options.seed)
         input_grads = param_grads = None
-        with watching_attention(seen), restricting_sdpa(sdpa_backend), defaulting_to(default_device), \
-                noting_steps(module, seen, method):
+        with running_as(options, seen), noting_steps(module, seen, method):
             output = module(**inputs) if method == "forward" else getattr(module, method)(**inputs)
             if wants_grad:
                 names = [k for k, v in inputs.items() if isinstance(v, torch.Tensor) and v.requires_grad]

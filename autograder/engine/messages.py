@@ -1,18 +1,24 @@
 """Typed messages between the trusted grader and a sandbox: one dataclass per message.
 
 Every message has one encode (message.encode() -> frame bytes) and one decode
-(decode(value, *allowed) -> message, from a frame's value), both driven by the class's FIELDS:
-decode refuses anything but the expected kinds and fields of the expected types. What a reply
-means (its shapes against the request, its devices against its tensors) is checked in replies.py.
+(decode(value, *allowed) -> message, from a frame's value), both driven by the types its fields are
+annotated with (field_types): decode refuses anything but the expected kinds and fields of the
+expected types. A field may be a dataclass of such fields (a request's CallOptions and ModuleSpec):
+it travels as a mapping and comes back as that dataclass, checked the same way. What a reply means
+(its shapes against the request, its devices against its tensors) is checked in replies.py.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+import functools
+import types
+import typing
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, ClassVar
 
 import torch
 
 from autograder.engine import protocol
+from autograder.engine.executor import CallOptions, ModuleSpec
 from autograder.engine.protocol import ProtocolError
 
 NONE = type(None)
@@ -22,12 +28,41 @@ TEXT_MAP = "dict of str to str"
 
 class Message:
     KIND: ClassVar[str]
-    FIELDS: ClassVar[dict[str, Any]]   # field -> a type, a tuple of types, or TEXT_LIST
     VIEWS: ClassVar[bool] = False      # its tensors travel with their layouts (requests: protocol.py)
 
     def encode(self) -> bytes:
-        return protocol.encode({"kind": self.KIND, **{f.name: getattr(self, f.name) for f in fields(self)}},
-                               views=self.VIEWS)
+        return protocol.encode({"kind": self.KIND, **_mapping(self)}, views=self.VIEWS)
+
+
+def _mapping(record) -> dict:
+    """A dataclass's fields as a mapping the wire can carry (a field that is a dataclass, as a mapping too)."""
+    return {f.name: _mapping(value) if is_dataclass(value := getattr(record, f.name)) else value
+            for f in fields(record)}
+
+
+@functools.cache
+def field_types(cls) -> dict[str, Any]:
+    """Field -> what decode accepts there, read from the dataclass's annotations: a type, a tuple of types (a
+    union with None), TEXT_LIST (list[str]), TEXT_MAP (dict[str, str]), object (Any) or a dataclass."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: _accepted(hints[f.name]) for f in fields(cls)}
+
+
+def _accepted(hint):
+    if hint is Any:
+        return object
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        found = []
+        for member in typing.get_args(hint):
+            kind = _accepted(member)
+            found += list(kind) if isinstance(kind, tuple) else [kind]
+        return tuple(found)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is list and args == (str,):
+        return TEXT_LIST
+    if origin is dict and args == (str, str):
+        return TEXT_MAP
+    return origin or hint
 
 
 def decode(value, *allowed: type[Message]) -> Message:
@@ -48,11 +83,21 @@ def _decode(value, allowed) -> Message:
     cls = kinds.get(value["kind"])
     if cls is None:
         raise ProtocolError(f"a message of kind {value['kind'][:40]!r} where {sorted(kinds)} was expected")
-    body = {key: item for key, item in value.items() if key != "kind"}
-    if set(body) != set(cls.FIELDS):
-        raise ProtocolError(f"a {cls.KIND} message with fields {sorted(body)[:12]}")
-    for name, kind in cls.FIELDS.items():
+    return _record(cls, {key: item for key, item in value.items() if key != "kind"}, cls.KIND)
+
+
+def _record(cls, body: dict, what: str):
+    """cls(**body), each field of its annotated type (a dataclass field decoded from its own mapping)."""
+    expected = field_types(cls)
+    if set(body) != set(expected):
+        raise ProtocolError(f"a {what} message with fields {sorted(body)[:12]}")
+    for name, kind in expected.items():
         item = body[name]
+        if is_dataclass(kind):
+            if type(item) is not dict:
+                raise ProtocolError(f"{what}.{name} has type {type(item).__name__}")
+            body[name] = _record(kind, item, f"{what}.{name}")
+            continue
         if kind is object:
             ok = True
         elif kind == TEXT_LIST:
@@ -63,48 +108,28 @@ def _decode(value, allowed) -> Message:
             kinds_ = kind if isinstance(kind, tuple) else (kind,)
             ok = type(item) in kinds_ or (torch.Tensor in kinds_ and isinstance(item, torch.Tensor))
         if not ok:
-            raise ProtocolError(f"{cls.KIND}.{name} has type {type(item).__name__}")
+            raise ProtocolError(f"{what}.{name} has type {type(item).__name__}")
     return cls(**body)
 
 
 # ---------------------------------------------------------------- trusted -> sandbox
 
-RUN_FIELDS = {"device": str, "seed": int, "grad_outputs": (tuple, NONE), "sdpa_backend": (str, NONE),
-              "default_device": (str, NONE)}
-
-
 @dataclass
 class CallRequest(Message):
     KIND: ClassVar[str] = "call"
     VIEWS: ClassVar[bool] = True
-    FIELDS: ClassVar[dict] = {"function": str, "args": tuple, "kwargs": dict, **RUN_FIELDS}
     function: str
     args: tuple
     kwargs: dict
-    device: str = "cpu"
-    seed: int = 0
-    grad_outputs: tuple | None = None
-    sdpa_backend: str | None = None
-    default_device: str | None = None
+    options: CallOptions = CallOptions()
 
 
 @dataclass
 class ModuleRequest(Message):
     KIND: ClassVar[str] = "module"
     VIEWS: ClassVar[bool] = True
-    FIELDS: ClassVar[dict] = {"init_kwargs": dict, "state_dict": (dict, NONE), "forward_kwargs": (dict, NONE),
-                              "training": bool, "dtype": (torch.dtype, NONE), "method": str, **RUN_FIELDS}
-    init_kwargs: dict
-    state_dict: dict | None = None
-    forward_kwargs: dict | None = None
-    training: bool = False
-    dtype: torch.dtype | None = None
-    method: str = "forward"
-    device: str = "cpu"
-    seed: int = 0
-    grad_outputs: tuple | None = None
-    sdpa_backend: str | None = None
-    default_device: str | None = None
+    spec: ModuleSpec
+    options: CallOptions = CallOptions()
 
 
 # ---------------------------------------------------------------- sandbox -> trusted
@@ -114,7 +139,6 @@ class Ready(Message):
     """The submission imported; unloadable: each graded name whose module failed to import -> why (its other
     names are graded); events: what the sandbox's tripwires saw while it imported."""
     KIND: ClassVar[str] = "ready"
-    FIELDS: ClassVar[dict] = {"unloadable": TEXT_MAP, "events": TEXT_LIST}
     unloadable: dict[str, str] = field(default_factory=dict)
     events: list[str] = field(default_factory=list)
 
@@ -124,7 +148,6 @@ class Locked(Message):
     """The sandbox has locked itself down (its first frame, before any student code runs). From then on the student's
     code can write to the socket too, so a Broken after it is a forgery, never the engine's word."""
     KIND: ClassVar[str] = "locked"
-    FIELDS: ClassVar[dict] = {}
 
 
 @dataclass
@@ -132,7 +155,6 @@ class Go(Message):
     """The trusted side takes a waiting sandbox over: only now does it import the submission, so no student code of
     a sandbox runs before it is the one answering (the import is timed and counted as the student's)."""
     KIND: ClassVar[str] = "go"
-    FIELDS: ClassVar[dict] = {}
 
 
 @dataclass
@@ -140,7 +162,6 @@ class Broken(Message):
     """The sandbox could not lock itself down as the run's plan says: the engine's failure, never the student's.
     Only ever the first frame (instead of Locked), sent before any student code runs."""
     KIND: ClassVar[str] = "broken"
-    FIELDS: ClassVar[dict] = {"reason": str}
     reason: str
 
 
@@ -148,7 +169,6 @@ class Broken(Message):
 class Failure(Message):
     """The student's code raised (at import, or in the call): its exception's class name and message."""
     KIND: ClassVar[str] = "failure"
-    FIELDS: ClassVar[dict] = {"type_name": str, "message": str, "events": TEXT_LIST}
     type_name: str
     message: str
     events: list[str] = field(default_factory=list)
@@ -157,8 +177,6 @@ class Failure(Message):
 @dataclass
 class CallReply(Message):
     KIND: ClassVar[str] = "call-reply"
-    FIELDS: ClassVar[dict] = {"value": object, "devices": TEXT_LIST, "input_grads": (list, NONE), "args_after": list,
-                              "attention_calls": TEXT_LIST, "events": TEXT_LIST}
     value: Any
     devices: list[str]
     input_grads: list | None
@@ -170,9 +188,6 @@ class CallReply(Message):
 @dataclass
 class ModuleReply(Message):
     KIND: ClassVar[str] = "module-reply"
-    FIELDS: ClassVar[dict] = {"parameters": dict, "output": (torch.Tensor, NONE), "devices": TEXT_LIST,
-                              "input_grads": (dict, NONE), "param_grads": (dict, NONE), "inputs_after": dict,
-                              "attention_calls": TEXT_LIST, "events": TEXT_LIST}
     parameters: dict
     output: torch.Tensor | None = None
     devices: list[str] = field(default_factory=list)
@@ -186,3 +201,13 @@ class ModuleReply(Message):
 REPLIES = (CallReply, ModuleReply, Failure)
 AT_START = (Ready, Failure, Broken)
 REQUESTS = (CallRequest, ModuleRequest)
+
+
+def _read_annotations(*classes) -> None:
+    for cls in classes:
+        _read_annotations(*(kind for kind in field_types(cls).values() if is_dataclass(kind)))
+
+
+# Every message's field types read now, at import: a sandbox drops the project's modules from sys.modules, where
+# typing looks up the names an annotation uses.
+_read_annotations(*Message.__subclasses__())

@@ -204,16 +204,12 @@ def serve(sock, wires: tripwires.Tripwires) -> None:
 
 
 def answer(student, request, wires: tripwires.Tripwires):
-    run = {"device": request.device, "seed": request.seed, "grad_outputs": request.grad_outputs,
-           "sdpa_backend": request.sdpa_backend, "default_device": request.default_device}
     try:
         if isinstance(request, CallRequest):
-            done = executor.execute_call(student, request.function, request.args, request.kwargs, **run)
+            done = executor.execute_call(student, request.function, request.args, request.kwargs, request.options)
             return CallReply(done.value, done.devices, done.input_grads, done.args_after, done.attention_calls,
                              wires.drain())
-        done = executor.execute_module(student, init_kwargs=request.init_kwargs, state_dict=request.state_dict,
-                                       forward_kwargs=request.forward_kwargs, training=request.training,
-                                       dtype=request.dtype, method=request.method, **run)
+        done = executor.execute_module(student, request.spec, request.options)
         return ModuleReply(done.parameters, done.output, done.devices, done.input_grads, done.param_grads,
                            done.inputs_after, done.attention_calls, wires.drain())
     except executor.StudentFailure as failure:

@@ -42,7 +42,7 @@ CPU_INDEX = image.CPU_INDEX
 # command is autograder/engine/command.py.)
 AUTOGRADER_SOURCES = ("autograder/__init__.py", "autograder/paths.py",
                       "autograder/gateway.py", "autograder/local_gateway.py", "autograder/scoring.py",
-                      "autograder/suite.py", "autograder/source_rules.py",
+                      "autograder/suite.py", "autograder/source_rules.py", "autograder/provenance.py",
                       "autograder/otter/__init__.py", "autograder/otter/plugin.py", "autograder/otter/engine_bridge.py",
                       "assignment/spec.py", "grading_tests")
 SPEC_NAME = "assignment/assignment.toml"   # written into autograder.zip from the resolved spec

@@ -252,6 +252,11 @@ BUGS = [
     edit("fused-via-manual-attention", 6, "multihead.py", FUSED,
          "        return scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, dropout_p=dropout_p)[0]",
          "the fused path never calls torch's SDPA (right values, forbidden path)"),
+    # The same, with SDPA called on a slice whose output is thrown away: the call is seen, the values are its own.
+    edit("fused-sdpa-output-thrown-away", 6, "multihead.py", FUSED,
+         "        F.scaled_dot_product_attention(q[..., :1, :], k, v)\n"
+         "        return scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, dropout_p=dropout_p)[0]",
+         "calls torch's SDPA on a slice and throws its output away (provenance.py)"),
     # "q (B, H, L, D), k and v (B, H, S, D): the heads, already split."
     edit("fused-flash-layout", 6, "multihead.py", FUSED,
          FUSED.replace("(q, k, v,", "(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),") + ".transpose(1, 2)",

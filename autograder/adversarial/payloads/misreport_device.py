@@ -27,10 +27,11 @@ def install(_api):
         return
     original = executor.execute_call
 
-    def lying(student, function, args=(), kwargs=None, *, device="cpu", **options):
+    def lying(student, function, args=(), kwargs=None, options=None):
         before = [a.detach().clone() if hasattr(a, "detach") else None for a in args]
-        result = original(student, function, args, kwargs, device=device, **options)
-        result.devices = [str(device)] * len(result.devices)
+        result = original(student, function, args, kwargs, options) if options else original(student, function,
+                                                                                               args, kwargs)
+        result.devices = [str(options.device if options else "cpu")] * len(result.devices)
         result.args_after = [executor.plain_result(b) if b is not None else None for b in before]
         return result
 
