@@ -126,6 +126,9 @@ class Gateway(ABC):
         self.stopped = ""
         self.hiding = ""   # why the watches of the forbidden-call rule may have been blind (note_source) ...
         self.hiding_parts: set[int] = set()   # ... in the tests of these parts
+        self.fused_tests: set[str] = set()    # the tests that ran a fused path
+        self.ignoring = ""   # why the fused path's output does not come from SDPA (provenance.ignores_sdpa)
+        self._provenance_asked = False
 
     def note_source(self, package) -> None:
         """What the submission's source (package: its student/ folder) shows about the forbidden-call rule, read
@@ -165,11 +168,27 @@ class Gateway(ABC):
         """Build (and maybe run) student.MultiHeadAttention as described by spec. A fused path's call runs with
         SDPA's output marked, and the mark is taken out of the result before the test sees it (provenance.py)."""
         path = module_path(spec)
+        if path in provenance.MARKED_PATHS:
+            self.fused_tests.add(self.test)
         marked = provenance.marked_options(path, spec, options)
         result = self._run_module(spec, marked)
         if marked.sdpa_mark is not None:
+            if not self._provenance_asked:
+                self._provenance_asked = True
+                self._ask_provenance(path, spec, marked, result)
             provenance.unmark(result, path, spec, marked.sdpa_mark)
         return result
+
+    def _ask_provenance(self, path: str, spec: ModuleSpec, marked: CallOptions, result: ModuleResult) -> None:
+        """The first marked call, asked again under another mark: a path whose output stays the same to the bit
+        ignores SDPA's output, and every test that ran the fused path breaks the rule (suite.py)."""
+        try:
+            again = self._run_module(spec, provenance.another_mark(marked))
+        except StudentError:
+            return   # undecided: the student's own exception never decides it
+        if provenance.ignores_sdpa(path, spec, result, again):
+            self.ignoring = provenance.IGNORED
+            self.flags.append(f"forbidden call: {self.ignoring} (every test that ran the fused path)")
 
     @abstractmethod
     def _run_module(self, spec: ModuleSpec, options: CallOptions) -> ModuleResult:

@@ -16,6 +16,12 @@ out costs at most about one unit in the last place of the output. A path that th
 away returns its own numbers unmoved, and with the mark taken out they are wrong: every fused test
 it runs fails on its values, as a path that never called SDPA fails by the forbidden-call rule.
 
+Where SDPA's output is zero (a query that sees no key) no mark can show: a path that ignores SDPA's output
+comes out right there. So the first marked call of a run is asked again under another mark
+(ignores_sdpa): a path whose output is the same to the bit under two marks, where an honest one would
+have moved, does not use SDPA's output at all, and every test that ran the fused path breaks the
+forbidden-call rule, as a path that never called SDPA does.
+
 Calls the mark cannot be taken out of exactly are not marked: a module run without weights given
 (the grader does not know its out_proj.bias), and calls on a device whose results come back as
 meta (no values).
@@ -47,6 +53,28 @@ def marked_options(path: str | None, spec: ModuleSpec, options: CallOptions) -> 
     if path == "fused" and spec.state_dict is None:
         return options
     return dataclasses.replace(options, sdpa_mark=secrets.choice(MARKS))
+
+
+IGNORED = ("the fused path's output does not come from its F.scaled_dot_product_attention call (it stayed the same "
+           "to the bit when the grader rescaled that call's output), which it must go through")
+
+
+def another_mark(options: CallOptions) -> CallOptions:
+    """The same call's options under another mark than theirs."""
+    return dataclasses.replace(options, sdpa_mark=secrets.choice([m for m in MARKS if m != options.sdpa_mark]))
+
+
+def ignores_sdpa(path: str, spec: ModuleSpec, first, second) -> bool:
+    """Whether two answers of one fused call under two different marks show a path that ignores SDPA's output:
+    the same to the bit, and not what a path whose attention is zero everywhere gives (out_proj.bias alone, or
+    zeros from the fused step), where an honest path does not move either."""
+    one, other = first.output, second.output
+    if not (isinstance(one, torch.Tensor) and isinstance(other, torch.Tensor) and one.is_floating_point()):
+        return False
+    if not torch.equal(one, other):
+        return False
+    at_rest = _output_bias(spec) if path == "fused" else 0.0
+    return not torch.equal(one.double(), torch.as_tensor(at_rest, dtype=torch.float64).expand(one.shape))
 
 
 def unmark(result, path: str, spec: ModuleSpec, mark: float) -> None:

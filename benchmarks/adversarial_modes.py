@@ -4,6 +4,8 @@
     container  as root in a container like Gradescope's Docker: unshare refused, no Landlock (the seccomp filter
                of tests/test_engine_isolation.py)
     user       as an ordinary user (nobody): no uid layer, no cgroup, the namespaces an unprivileged user may make
+    weakest    as an ordinary user in that container: no namespace, no Landlock, no uid, no cgroup: the seccomp
+               filter is the one layer left
 
     python benchmarks/adversarial_modes.py [--modes root container user]
 
@@ -31,7 +33,8 @@ from tests.test_engine import MEMORY_GB, TIMEOUT, clean_up_after  # noqa: E402
 from tests.test_engine_isolation import deny_namespaces_and_landlock  # noqa: E402
 
 NOBODY = 65534
-MODES = ("root", "container", "user")
+MODES = ("root", "container", "user", "weakest")
+AS_NOBODY = ("user", "weakest")
 
 
 def as_nobody() -> None:
@@ -43,14 +46,15 @@ def as_nobody() -> None:
 def grade_in(mode: str, scratch: pathlib.Path) -> tuple[list[str], str, float]:
     """(problems, isolation line, seconds) of the zoo graded in one mode."""
     root, out = scratch / mode / "zoo", scratch / mode / "out"
-    expectations = write_adversarial_zoo(root, isolated=mode != "user")
-    if mode == "user":   # the zoo and the output folder are the ordinary user's own
+    expectations = write_adversarial_zoo(root, isolated=mode not in AS_NOBODY)
+    if mode in AS_NOBODY:   # the zoo and the output folder are the ordinary user's own
         for path in (scratch, scratch / mode):
             os.chmod(path, 0o755)
         out.mkdir()
         for path in (root, out, *root.rglob("*"), *out.rglob("*")):
             os.lchown(path, NOBODY, NOBODY)
-    preexec = {"root": None, "container": deny_namespaces_and_landlock, "user": as_nobody}[mode]
+    preexec = {"root": None, "container": deny_namespaces_and_landlock, "user": as_nobody,
+               "weakest": lambda: (deny_namespaces_and_landlock(), as_nobody())}[mode]
     started = time.monotonic()
     try:
         proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(root), "--out", str(out),
@@ -88,9 +92,9 @@ def main(argv=None) -> int:
     missed = 0
     try:
         for mode in args.modes:
-            why = user_cannot_run() if mode == "user" else ""
+            why = user_cannot_run() if mode in AS_NOBODY else ""
             if why:
-                print(f"user: not run: the ordinary user cannot run this Python on this checkout ({why}); give it a "
+                print(f"{mode}: not run: the ordinary user cannot run this Python on this checkout ({why}); give it a "
                       f"Python and a checkout it can read")
                 continue
             problems, line, seconds = grade_in(mode, scratch)

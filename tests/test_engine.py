@@ -44,7 +44,7 @@ pytestmark = pytest.mark.slow
 TIMEOUT = "5"   # CPU seconds per call: the zoo's infinite loops cost 2 x this each
 MEMORY_GB = "2"   # per box: abuse-forked-children-fill-memory fills it per sandbox, well within TIMEOUT
 as_root = pytest.mark.skipif(not isolation.privileged(), reason="a fresh user id per sandbox needs root")
-ALL_LAYERS = "isolated: pid ipc net mnt landlock uid memory"
+ALL_LAYERS = "isolated: pid ipc net mnt landlock uid memory seccomp"
 
 
 def grade(*args, timeout: float = SAFETY_NET_S, layers_off: str = "") -> subprocess.CompletedProcess:

@@ -37,7 +37,7 @@ x86_64 = pytest.mark.skipif(platform.machine() != "x86_64", reason="the seccomp 
 @as_root
 def test_as_root_every_layer_holds_on_this_kernel(sandbox_root):
     plan = isolation.probe(sandbox_root)
-    assert plan.line() == "isolated: pid ipc net mnt landlock uid memory"
+    assert plan.line() == "isolated: pid ipc net mnt landlock uid memory seccomp"
 
 
 @pytest.mark.parametrize("layer", isolation.LAYERS)
@@ -109,15 +109,17 @@ def test_in_a_container_that_refuses_namespaces_the_engine_degrades_and_says_so(
     for layer in ("pid", "ipc", "net", "mnt"):
         assert f"no {layer} (refused by the kernel: Operation not permitted" in line, line
     assert f"no landlock (not supported by kernel {platform.release()})" in line
-    held = "uid memory" if isolation.privileged() else ""   # cgroups are no namespace: the memory layer holds
-    assert line.startswith(f"partially isolated: {held}; no pid" if held else "not isolated: no pid")
+    # cgroups are no namespace: the memory layer holds; a seccomp filter needs neither root nor namespaces
+    held = "uid memory seccomp" if isolation.privileged() else "seccomp"
+    assert line.startswith(f"partially isolated: {held}; no pid")
     assert f"isolation: {line}" in proc.stdout
 
 
 @as_root
 def test_in_a_container_ipc_objects_do_not_outlive_the_sandbox(tmp_path):
     """Without an IPC namespace of its own a box's System V objects and POSIX queues would outlive it (they did):
-    the worker removes what its user owns, and the box may make no POSIX queue at all (RLIMIT_MSGQUEUE 0)."""
+    the seccomp filter refuses them, the worker removes what its user owns, and the box may make no POSIX queue at
+    all (RLIMIT_MSGQUEUE 0)."""
     from autograder import adversarial
     from tests.test_engine import clean_up_after
     root = tmp_path / "zoo"
@@ -353,3 +355,56 @@ def test_only_a_link_under_tmp_to_elsewhere_is_taken_for_a_hidden_installation(t
     beside.symlink_to(real, target_is_directory=True)   # a link to a real place that is under /tmp too
     monkeypatch.setattr(sys, "path", [str(real), str(elsewhere), str(beside)])
     assert isolation.linked_through_box_tmp() == [str(elsewhere), str(beside)]
+
+
+def _grade_zoo_entries(tmp_path, names, layers_off: str, out: str):
+    """Grade the named entries of the adversarial zoo in a container that refuses namespaces, with layers_off
+    switched off: (the batch's process, the entries' expectations)."""
+    from autograder import adversarial
+    root = tmp_path / "zoo"
+    if not root.exists():
+        root.mkdir()
+        context = adversarial.base.Context(root, adversarial.markers_folder(root))
+        context.markers.mkdir(mode=0o700)
+        for entry in adversarial.entries(root):
+            if entry.expectation.name in names:
+                entry.write(root / entry.expectation.name, context)
+    expectations = [entry.expectation for entry in adversarial.entries(root) if entry.expectation.name in names]
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", *(str(root / name) for name in names),
+                           "--out", str(tmp_path / out), "--no-similarity", "--workers", "2"], cwd=REPO,
+                          capture_output=True, text=True, timeout=SAFETY_NET_S, preexec_fn=deny_namespaces_and_landlock,
+                          env={**os.environ, isolation.DISABLE_ENV: layers_off})
+    return proc, expectations
+
+
+@as_root
+@x86_64
+@pytest.mark.slow
+def test_where_no_other_layer_holds_the_filter_keeps_the_gradebook_and_the_batch(tmp_path):
+    """A box with no namespace, no Landlock and the grader's own user id: an ordinary user in a container that
+    refuses namespaces, here played by root with the uid layer switched off (worse: root may read, write and
+    signal anything). The seccomp filter still keeps every row the grader's, the batch alive and the files
+    unlocked. With the filter switched off as well, each of those attacks gets through."""
+    from autograder import adversarial
+    attacks = ("cheat-forge-results", "escape-lock-a-read-only-file")
+    proc, expectations = _grade_zoo_entries(tmp_path, ("reference", *attacks, "cheat-kill-grader"), "uid", "on")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rows = read_rows(tmp_path / "on")
+    assert rows["reference"]["isolation"].startswith("partially isolated: memory seccomp; ")
+    assert adversarial.verify(expectations, tmp_path / "on") == []
+    # What the code says at import could be the hidden tests it read there: its words are not the row's message.
+    words = write_submission(tmp_path / "words", solution=False, overrides={
+        "scaling.py": "raise ImportError(open(__file__).read()[:20] + 'WORDS-OF-THE-IMPORT')\n"})
+    subprocess.run([sys.executable, "-m", "autograder", "grade", str(words), "--out", str(tmp_path / "words-out"),
+                    "--no-similarity"], cwd=REPO, capture_output=True, timeout=SAFETY_NET_S,
+                   preexec_fn=deny_namespaces_and_landlock, env={**os.environ, isolation.DISABLE_ENV: "uid"})
+    message = read_rows(tmp_path / "words-out")["words"]["message"]
+    assert "WORDS-OF-THE-IMPORT" not in message and "its words are not shown" in message, message
+    # The defence off: forged rows and locks get through; the kill, in a batch of its own, ends the batch's worker.
+    proc, expectations = _grade_zoo_entries(tmp_path, ("reference", *attacks), "uid,seccomp", "off")
+    problems = adversarial.verify(expectations, tmp_path / "off") if proc.returncode == 0 else ["the batch died"]
+    assert problems == ["the batch died"] or (any("forged by a submission" in p for p in problems)
+                                              and any(p.startswith(attacks[1] + ":") for p in problems)), problems
+    proc, expectations = _grade_zoo_entries(tmp_path, ("reference", "cheat-kill-grader"), "uid,seccomp", "killed")
+    problems = adversarial.verify(expectations, tmp_path / "killed") if proc.returncode == 0 else ["the batch died"]
+    assert problems, "the kill got nowhere with the filter off"

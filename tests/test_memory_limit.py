@@ -126,7 +126,7 @@ def test_cgroup_v2_is_found_from_mountinfo_and_a_missing_controller_is_named(tmp
 @needs_memcg
 def test_the_probe_finds_the_layer_and_the_plan_carries_the_runs_group(sandbox_root):
     plan = isolation.probe(sandbox_root)
-    assert plan.has("memory") and plan.line().endswith(" uid memory")
+    assert plan.has("memory") and plan.line().endswith(" uid memory seccomp")
     assert os.path.dirname(plan.memory_group) == memcg.own_group()
     assert not [entry for entry in os.scandir(plan.memory_group) if entry.is_dir()]   # the probe's box group: gone
     travelled = isolation.Plan.from_json(plan.to_json())
@@ -203,7 +203,7 @@ def test_with_the_layer_the_forked_children_cost_that_functions_part_only(graded
     assert rows["reference"]["score"] == 100.0
     assert "a sandbox was stopped at the memory limit (2 GiB for all its processes together)" in \
         rows[memory.NAME]["flags"]
-    assert rows[memory.NAME]["isolation"].endswith(" uid memory") and "isolation: isolated:" in proc.stdout
+    assert rows[memory.NAME]["isolation"].endswith(" uid memory seccomp") and "isolation: isolated:" in proc.stdout
     assert _report(out) is None                       # no sandbox ever got to say its children held it all
 
 

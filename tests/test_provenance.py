@@ -92,3 +92,21 @@ def test_a_fused_path_that_throws_sdpas_output_away_fails_on_its_values(gateways
     # The defence off: no mark, and the path that computes beside its SDPA call passes as an honest one.
     monkeypatch.setattr(provenance, "marked_options", lambda path, spec, options: options)
     assert verdict(gateways[THROWN_AWAY]) == "passes"
+
+
+def test_a_fused_path_whose_output_ignores_sdpa_breaks_the_rule_in_every_test_that_ran_it(gateways, monkeypatch):
+    """Where SDPA's output is zero (a sequence with no real token) no mark shows, and the path that throws SDPA's
+    output away passes the test that looks only there. Asked again under another mark, that path answers the same
+    to the bit, and the gateway says so: the suite then charges every test that ran the fused path (suite.py)."""
+    empty_rows = test_part6_parity.test_fused_sequence_with_no_real_token_gets_no_attention
+    for name, ignoring in (("reference", ""), (THROWN_AWAY, provenance.IGNORED)):
+        student = gateways[name]
+        student.ignoring, student._provenance_asked, student.test = "", False, f"t::{name}"
+        empty_rows(student)   # passes for both: its values are right where it looks
+        assert student.ignoring == ignoring and f"t::{name}" in student.fused_tests
+    # The defence off: no second mark is asked for, nothing is found, and the test would earn its points.
+    student = gateways[THROWN_AWAY]
+    student.ignoring, student._provenance_asked = "", False
+    monkeypatch.setattr(type(student), "_ask_provenance", lambda *args: None)
+    empty_rows(student)
+    assert student.ignoring == ""

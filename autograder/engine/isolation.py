@@ -22,6 +22,11 @@ what each one stops:
   holds for all the box's processes together (RLIMIT_AS only bounds each one), no swap, and at the
   limit the whole box is stopped. Missing where the grader's cgroup cannot be written or (v2) cannot
   give its children the memory controller; each process then keeps only its RLIMIT_AS.
+- seccomp: a system-call filter (seccomp.py), installed last: no file locks, no tracing, no
+  io_uring, no new namespaces, always; and whatever the layers that failed would have stopped:
+  signals beyond the box (no pid), new sockets (no net), System V and POSIX IPC objects (no ipc),
+  every write to the filesystem (no mnt, no landlock and no uid). It needs neither root nor a
+  recent kernel, so it holds where a container refuses the rest.
 
 Without root, the namespaces come through a user namespace where the kernel allows one (the box
 keeps the grader's user id outside it: the uid layer is missing, the others keep it in). Each
@@ -33,6 +38,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
+import fcntl
 import json
 import os
 import platform
@@ -43,10 +50,10 @@ import stat
 import sys
 from dataclasses import dataclass, field, replace
 
-from autograder.engine import kernel, memcg, processes
+from autograder.engine import kernel, memcg, processes, seccomp
 from autograder.engine.limits import Limits, apply_sandbox_limits
 
-LAYERS = ("pid", "ipc", "net", "mnt", "landlock", "uid", "memory")
+LAYERS = ("pid", "ipc", "net", "mnt", "landlock", "uid", "memory", "seccomp")
 NAMESPACES = {"pid": kernel.CLONE_NEWPID, "ipc": kernel.CLONE_NEWIPC, "net": kernel.CLONE_NEWNET,
               "mnt": kernel.CLONE_NEWNS}
 DISABLE_ENV = "AUTOGRADER_SANDBOX_LAYERS_OFF"
@@ -57,6 +64,9 @@ BOX_SUBMISSION = "/tmp/submission"
 BOX_HOME = "/tmp/home"
 BOUND_TO_TMP = ("/var/tmp", "/dev/shm", "/run/lock", "/var/lock")   # those that exist and anyone may write
 SYSTEM_LIBRARIES = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib", "/etc/ld.so.cache")
+# Folders of its home that torch makes when first asked (os.makedirs, which accepts one that exists): made before the
+# seccomp filter, which may refuse a box every write; the sandbox names them in its environment.
+CACHE_FOLDERS = {"TORCHINDUCTOR_CACHE_DIR": ".cache/torchinductor"}
 # Where a box without its own mounts can leave files (cleaned as its own user afterwards).
 SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")
 IPC_RMID = 0   # shmctl, msgctl, semctl: remove the object
@@ -78,6 +88,12 @@ class Plan:
 
     def has(self, layer: str) -> bool:
         return layer in self.held
+
+    def hides_the_graders_files(self) -> bool:
+        """Whether a box is kept from the grader's files (the hidden tests, other submissions, the output): by its
+        own user id (the run closes them to others), its own mounts or Landlock. Without any of them it reads
+        whatever the grader may read, and the seccomp layer can keep it only from writing."""
+        return any(self.has(layer) for layer in ("uid", "mnt", "landlock"))
 
     def line(self) -> str:
         """`isolated: pid ipc net mnt landlock uid`, `partially isolated: ...; no landlock (why)`, or
@@ -137,7 +153,6 @@ def switched_off() -> set[str]:
 
 
 def _why(error: OSError) -> str:
-    import errno
     if error.errno in (errno.ENOSYS, errno.EOPNOTSUPP):
         return f"not supported by kernel {platform.release()}"
     if error.errno in (errno.EPERM, errno.EACCES):
@@ -153,6 +168,8 @@ def candidate_plan() -> Plan:
     missing = [(layer, f"switched off by {DISABLE_ENV}") for layer in LAYERS if layer in off]
     if not privileged() and "uid" not in off:
         missing.append(("uid", "not root: the sandbox keeps the grader's user id"))
+    if "seccomp" not in off and seccomp.supported():
+        missing.append(("seccomp", seccomp.supported()))
     abi = 0
     if "landlock" not in off:
         try:
@@ -231,6 +248,7 @@ def _probe_child(plan: Plan, box: Box, bait: str) -> list[tuple[str, str]]:
         "landlock": lambda: not _readable(bait),
         "mnt": lambda: _size(BOX_TMP) == box.limits.scratch_bytes and _writable(BOX_HOME),
         "memory": lambda: memcg.member(box.memory_group),   # the kernel counts this process in the box's group
+        "seccomp": _locks_refused,
     }
     failed = {layer for layer, _ in failures}
     for layer, check in checks.items():
@@ -250,6 +268,19 @@ def _readable(path: str) -> bool:
             return True
     except OSError:
         return False
+
+
+def _locks_refused() -> bool:
+    """The filter is in force: a lock on a pipe of our own, which nothing else refuses, is refused."""
+    read_end, write_end = os.pipe()
+    try:
+        fcntl.flock(read_end, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except OSError as error:
+        return error.errno == errno.EPERM
+    finally:
+        os.close(read_end)
+        os.close(write_end)
 
 
 def _writable(folder: str) -> bool:
@@ -372,6 +403,12 @@ def lock(plan: Plan, box: Box, *, strict: bool = True) -> list[tuple[str, str]]:
         kernel.prctl(kernel.PR_SET_NO_NEW_PRIVS, 1)   # and no exec gives any capability back
     if ruleset is not None:
         attempt("landlock", lambda: kernel.landlock_enforce(ruleset))
+    # Last: the filter refuses what the layers that held leave open (and the calls above need).
+    held = plan.without(failures).held
+    _, home = box.view(plan.without(failures))
+    for folder in CACHE_FOLDERS.values():
+        os.makedirs(os.path.join(home, folder), exist_ok=True)
+    attempt("seccomp", lambda: seccomp.install(seccomp.rules_for(held, os.getpid())))
     return failures
 
 

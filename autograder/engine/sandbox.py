@@ -154,8 +154,11 @@ def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan, *, 
         # USER and LOGNAME: the box's user id is in no password database, and code that asks who runs it
         # (getpass.getuser(), which torch.compile's caches call in torch 2.11) must get an answer, not a KeyError.
         os.environ.update({"PATH": "/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
-                           "OMP_NUM_THREADS": "1", "USER": "sandbox", "LOGNAME": "sandbox", **NO_GPU})
-        tempfile.tempdir = None   # chosen again from TMPDIR: the template's choice may be a folder the box cannot use
+                           "OMP_NUM_THREADS": "1", "USER": "sandbox", "LOGNAME": "sandbox", **NO_GPU,
+                           **{name: os.path.join(home, folder) for name, folder in isolation.CACHE_FOLDERS.items()}})
+        # Its own folder, named rather than found: tempfile finds one by creating a file in each candidate, which a
+        # box that may write nothing (seccomp.py) fails at, and the template's choice may be a folder it cannot use.
+        tempfile.tempdir = home
         executor.disable_compilation()
         sys.dont_write_bytecode = True
         sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - for good

@@ -37,9 +37,10 @@ class _SecondDeviceLast:
         items.sort(key=lambda item: item.get_closest_marker("second_device") is not None)
 
 
-def run(control, work_dir: str, limits: Limits, package: str) -> None:
+def run(control, work_dir: str, limits: Limits, package: str, hidden_files: bool = True) -> None:
     """Body of the forked trusted process: grade the student/ package at `package` (read here only as text: the
-    sandboxes run it), write work_dir/result.json, never return."""
+    sandboxes run it), write work_dir/result.json, never return. hidden_files: whether the sandboxes are kept from
+    the grader's files (isolation.Plan.hides_the_graders_files)."""
     code = 0
     try:
         log_fd = os.open(os.path.join(work_dir, "pytest.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -47,7 +48,7 @@ def run(control, work_dir: str, limits: Limits, package: str) -> None:
         os.dup2(log_fd, 2)
         os.chdir(work_dir)   # anything pytest writes stays in this private folder
         apply_trusted_limits(limits, limits.budget + TRUSTED_SECONDS)
-        atomic_write(os.path.join(work_dir, "result.json"), grade(control, limits, package).to_json())
+        atomic_write(os.path.join(work_dir, "result.json"), grade(control, limits, package, hidden_files).to_json())
     except BaseException as error:  # noqa: BLE001 - reported to the worker as a grader error
         code = 1
         print(f"grader error: {type(error).__name__}: {error}", flush=True)
@@ -56,7 +57,7 @@ def run(control, work_dir: str, limits: Limits, package: str) -> None:
         os._exit(code)
 
 
-def grade(control, limits: Limits, package: str) -> Outcome:
+def grade(control, limits: Limits, package: str, hidden_files: bool = True) -> Outcome:
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
@@ -66,7 +67,7 @@ def grade(control, limits: Limits, package: str) -> Outcome:
 
     log = SessionLog()
     def gateway(_config) -> SandboxGateway:
-        made = SandboxGateway(Spawner(control), limits, log)
+        made = SandboxGateway(Spawner(control), limits, log, words_shown=hidden_files)
         made.note_source(package)   # the rule's evidence the sandbox cannot erase: its source, read as text
         return made
 

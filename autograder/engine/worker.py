@@ -107,7 +107,7 @@ def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fd
             from autograder.engine import trusted  # pytest with it: in this process, unless the template had it
 
             package = os.path.join(private_dir, submissions.PACKAGE)
-            trusted.run(theirs, work_dir, settings.limits, package)
+            trusted.run(theirs, work_dir, settings.limits, package, settings.plan.hides_the_graders_files())
         finally:
             os._exit(1)   # never back into the worker's code (the worker reports the missing result)
     theirs.close()

@@ -1,6 +1,6 @@
 """Cheat: write a perfect gradebook wherever the grader might read one.
 
-Finds the --out folder on every command line in /proc and Gradescope's results folder, and
+Finds the --out folder on its own grader's command line in /proc and Gradescope's results folder, and
 writes grades.csv and results/*.json giving full marks. Under the engine the output folder
 is closed to the sandbox's user, so nothing lands there; the stubs score 0.
 """
@@ -10,9 +10,24 @@ import os
 FORGED = "FORGED-BY-A-SUBMISSION"
 
 
+def _ancestors():
+    """The processes above this one (its own grader's), as far as /proc shows them."""
+    pid = os.getppid()
+    while pid > 1:
+        yield pid
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                pid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return
+
+
 def _out_folders():
+    """Gradescope's results folder and the --out of the grader that grades this submission. (Its own grader's
+    only: the attack is on its own gradebook, and a test that shows it succeeding with the defences off must not
+    write into another grader's folder on the same machine.)"""
     found = {"/autograder/results"}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for pid in _ancestors():
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as handle:
                 args = handle.read().decode(errors="replace").split("\0")
