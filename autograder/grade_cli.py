@@ -1,6 +1,6 @@
 """python -m autograder grade PATH... --out DIR [--workers N] [--timeout S] [--budget S] [--memory-gb G] [--keep DIR]
                                                 [--force NAME] [--regrade] [--repeat N] [--due TIME] [--private PATH]
-                                                [--no-similarity] [--no-exports]
+                                                [--no-similarity] [--no-exports] [--shard I/N]
 
 Grades submissions (folders or zips holding student/, folders of them, or a Gradescope
 export named itself: its folder or its zip) with the hidden suite, each in its
@@ -16,6 +16,11 @@ default to the spec's settings (assignment/assignment.toml).
 Exit status: 0 when at least one submission was graded; 1 when every row is an error (nothing
 could be graded: most likely the wrong folder was given); 2 for a missing path or an export zip
 that cannot be read; 130 when interrupted.
+
+A class larger than one machine: run `--shard I/N` for I = 1..N on as many machines (a cluster's array
+job), all with the same PATHs and one shared --out; each grades its share and writes its results. Then
+run the same command once without --shard: it finds everything graded, grades nothing again, and writes
+grades.csv and the class reports over the whole class.
 
 The grading is the runtime's batch command (autograder/engine/command.py, what Gradescope's run calls); the
 reports are made afterwards, from the output folder (autograder/reports/).
@@ -39,6 +44,8 @@ def main(argv=None) -> int:
     code, run, args = command.grade(argv, parser())
     if run is None:
         return code
+    if run.shard:   # the reports are of the whole class: the run without --shard makes them
+        return command.main_output(run, args.out, code)
     from autograder import reports
     from autograder.engine import gradebook
     from autograder.reports import analytics

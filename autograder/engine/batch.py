@@ -62,11 +62,12 @@ class Run:
     closed: list[str] = field(default_factory=list)          # closed to other users for the run (root)
     left_closed: list[str] = field(default_factory=list)     # of those, still used by another run on this machine
     not_put_back: list[str] = field(default_factory=list)    # gone or replaced since: their modes not restored
+    shard: tuple[int, int] | None = None   # --shard: the part (i, n) of the class this run graded (no grades.csv)
 
 
 def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None, keep: str | None = None,
               private=(), force=(), regrade: bool = False, repeat: int = 1, due=None,
-              exports: bool = True, template: Template | None = None) -> Run:
+              exports: bool = True, template: Template | None = None, shard: tuple[int, int] | None = None) -> Run:
     """Grade everything under paths that out/ has no result for yet: results/<slug>.json each, and grades.csv.
     keep: a folder that gets, per submission, its trusted-side pytest log and its sandboxes' output.
     private: the grader's own files and folders that no sandbox may read (see isolation_note).
@@ -78,7 +79,10 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
     what differed in repeat.csv. due: the due date where an export's metadata names none (the late column).
     exports: a path named in `paths` may be a Gradescope export (False: none is; submissions.discover).
     template: one started already (the command starts it first, so that torch's import overlaps everything before
-    the first job); this run closes it. None: started here."""
+    the first job); this run closes it. None: started here.
+    shard: (i, n): grade only shard i of n of the class (submissions.shard_of), into an output folder the other
+    shards share, and write no grades.csv: a run without a shard writes it once every shard has finished (it finds
+    everything graded, and grades nothing again)."""
     for raw in paths:
         if not os.path.lexists(raw):
             raise FileNotFoundError(f"{raw}: no such file or folder")
@@ -101,7 +105,8 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         template.configure(Settings(limits, plan, sandbox_root, trusted_root))
         (out / "results").mkdir(parents=True, exist_ok=True)
         done, taken = gradebook.load_done(out)
-        found = submissions.discover(paths, taken, staging=exports_root, due=due, exports=exports)
+        found = submissions.shard_of(submissions.discover(paths, taken, staging=exports_root, due=due,
+                                                          exports=exports), shard)
         closed = closed_to_sandboxes(out, list(paths), sorted({s.location for s in found}), list(private))
         if plan.has("uid"):
             try:
@@ -118,7 +123,8 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         todo = [s for s in found if s.source not in done or s.source in again]
         rows = [{**done[s.source], **gradebook.identity(s)} for s in found if s not in todo]
         progress = Progress(len(todo), len(rows), progress_stream)
-        rows += _grade(template, todo, out, workers, limits, note, list(rows), progress, keep, contents, again, suite)
+        rows += _grade(template, todo, out, workers, limits, note, list(rows), progress, keep, contents, again, suite,
+                       gradebook_too=shard is None)
         progress.close()
         run = Run(rows, note, found, contents, stale=sum(r.get("graded_with") != suite for r in rows))
         if earlier:
@@ -136,7 +142,10 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
             lost = closing.end()
             if run is not None:
                 run.closed, run.left_closed, run.not_put_back = closing.paths, closing.left_closed, lost
-    gradebook.write_csv(out, rows)
+    if shard is None:
+        gradebook.write_csv(out, rows)
+    elif run is not None:
+        run.shard = shard
     return run
 
 
@@ -191,9 +200,11 @@ def _remove_roots(sandbox_root: str, trusted_root: str) -> None:
 
 
 def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier_rows, progress,
-           keep: str | None = None, contents=None, again=None, suite: str = "") -> list[dict]:
+           keep: str | None = None, contents=None, again=None, suite: str = "", gradebook_too: bool = True
+           ) -> list[dict]:
     """Run up to `workers` submissions at once; write each result as soon as it is in (with the content it was
-    graded on, and why it was graded again, if it was: see regrades)."""
+    graded on, and why it was graded again, if it was: see regrades), and grades.csv with it (gradebook_too; a
+    shard writes none: it holds a part of the class)."""
     waiting = collections.deque(todo)
     running = {}   # result fd -> (submission, job)
     rows: list[dict] = []
@@ -208,7 +219,8 @@ def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier
             row["message"] = "; ".join(filter(None, [again[submission.source], row["message"]]))
         gradebook.write_result(out, row, gradebook.results_document(outcome, row))
         rows.append(row)
-        gradebook.write_csv(out, earlier_rows + rows)
+        if gradebook_too:
+            gradebook.write_csv(out, earlier_rows + rows)
         progress.finished(row["status"], submission.name)
 
     progress.show()

@@ -1,6 +1,6 @@
 """python -m autograder.engine.command PATH... --out DIR [--workers N] [--timeout S] [--budget S] [--memory-gb G]
                                     [--keep DIR] [--force NAME] [--regrade] [--repeat N] [--due TIME] [--private PATH]
-                                    [--no-exports]
+                                    [--no-exports] [--shard I/N]
 
 The runtime's batch command (what Gradescope's run and `otter run` call; `python -m autograder grade` is this
 and then the class reports, autograder/reports/).
@@ -16,6 +16,11 @@ changed in changes.csv. The limits default to the spec's settings (assignment/as
 Exit status: 0 when at least one submission was graded; 1 when every row is an error (nothing
 could be graded: most likely the wrong folder was given); 2 for a missing path or an export zip
 that cannot be read; 130 when interrupted.
+
+A class larger than one machine: run `--shard I/N` for I = 1..N on as many machines (a cluster's array
+job), all with the same PATHs and one shared --out; each grades its share and writes its results. Then
+run the same command once without --shard: it finds everything graded, grades nothing again, and writes
+grades.csv (and the grader's command, the class reports) over the whole class.
 """
 from __future__ import annotations
 
@@ -66,20 +71,35 @@ def parser(prog: str = "python -m autograder.engine.command", doc: str = __doc__
                    help="a file or folder of the grader's that no sandbox may read (repeatable): closed to other "
                         "users when sandboxes have their own user id, and named in the isolation line if a sandbox "
                         "could still read it (Gradescope's runner passes /autograder/submission_metadata.json)")
+    p.add_argument("--shard", metavar="I/N", type=shard, default=None,
+                   help="grade only share I of N of the class (a stable split by submission), into an --out that the "
+                        "other shards share; no grades.csv: run once more without --shard when every shard is done")
     p.add_argument("--no-exports", dest="exports", action="store_false",
                    help="read no PATH as a Gradescope export: each is a submission or a folder of them (how the "
                         "Gradescope harness grades one upload, which a student could dress up as an export)")
     return p
 
 
+def shard(text: str) -> tuple[int, int]:
+    """"2/8" -> (2, 8), for argparse."""
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
+        raise argparse.ArgumentTypeError(f"{text!r}: give I/N with 1 <= I <= N, as 2/8")
+    return int(index), int(count)
+
+
 def main(argv=None) -> int:
     code, run, args = grade(argv)
-    if run is not None:
-        from autograder.engine import gradebook
+    return code if run is None else main_output(run, args.out, code)
 
-        print(gradebook.table(run.rows))
-        for line in closing_lines(run, args.out):
-            print(line)
+
+def main_output(run, out: str, code: int) -> int:
+    """Print the closing table and lines of a run (the runtime's own, without class reports); returns code."""
+    from autograder.engine import gradebook
+
+    print(gradebook.table(run.rows))
+    for line in closing_lines(run, out):
+        print(line)
     return code
 
 
@@ -100,6 +120,10 @@ def _grade(argv, template, arguments: argparse.ArgumentParser):
     if args.workers < 1 or args.timeout <= 0 or args.budget <= 0 or args.memory_gb <= 0 or args.repeat < 1:
         print("grade: --workers, --timeout, --budget, --memory-gb and --repeat must be positive", file=sys.stderr)
         return 2, None, args
+    if args.shard and (args.regrade or args.repeat > 1 or args.force):
+        print("grade: --regrade, --repeat and --force act on the whole class: run them without --shard",
+              file=sys.stderr)
+        return 2, None, args
     from autograder.engine import recorded
     due = recorded.when(args.due) if args.due else None
     if args.due and due is None:
@@ -113,7 +137,7 @@ def _grade(argv, template, arguments: argparse.ArgumentParser):
     try:
         run = batch.grade_all(args.paths, args.out, workers=args.workers, limits=limits, keep=args.keep,
                               private=args.private, force=args.force, regrade=args.regrade, repeat=args.repeat, due=due,
-                              exports=args.exports, template=template)
+                              exports=args.exports, template=template, shard=args.shard)
     except (FileNotFoundError, KeyError, batch.SetupError) as error:
         print(f"grade: {error.args[0] if isinstance(error, KeyError) else error}", file=sys.stderr)
         return 2, None, args
@@ -160,7 +184,12 @@ def closing_lines(run, out: str, notes: list[str] = (), also_wrote: str = "") ->
         lines.append(f"repeat: {len(run.repeats)} submission(s) got a different result when graded again "
                      f"({where(out, 'repeat.csv')})")
     lines += notes
-    lines.append(f"wrote {where(out, 'grades.csv')}, {where(out, 'results')}/{also_wrote}")
+    if run.shard:
+        index, count = run.shard
+        lines.append(f"wrote {where(out, 'results')}/ (shard {index} of {count}): once every shard has finished, run "
+                     f"the same command without --shard; it grades nothing again and writes grades.csv")
+    else:
+        lines.append(f"wrote {where(out, 'grades.csv')}, {where(out, 'results')}/{also_wrote}")
     return lines
 
 

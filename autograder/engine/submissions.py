@@ -258,6 +258,17 @@ def _with_unique_slugs(found: list[_Found], taken: dict[str, str]) -> list[Submi
     return result
 
 
+def shard_of(found: list[Submission], shard: tuple[int, int] | None) -> list[Submission]:
+    """The submissions of shard i of n (from 1), or all of them (None): a split by each one's identity, the same on
+    every machine that runs a shard and whatever else the class holds. (Slugs are given over the whole class first,
+    so shards writing into one output folder name their results files as one run would.)"""
+    if shard is None:
+        return found
+    import hashlib
+    index, count = shard
+    return [s for s in found if int(hashlib.sha256(s.source.encode()).hexdigest(), 16) % count == index - 1]
+
+
 # ------------------------------------------------------------------ unpacking
 
 def unpack(source: str, private_dir: str) -> Unpacked:
