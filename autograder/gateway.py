@@ -119,7 +119,7 @@ class Gateway(ABC):
     # can reach a GPU (LocalGateway on a GPU machine); an engine's sandbox reaches none, so there the emulated one.
     second_device = EMULATED
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.flags: list[str] = []
         self.forbidden: dict[str, str] = {}
         self.test = ""
@@ -172,7 +172,7 @@ class Gateway(ABC):
             self.fused_tests.add(self.test)
         marked = provenance.marked_options(path, spec, options)
         result = self._run_module(spec, marked)
-        if marked.sdpa_mark is not None:
+        if marked.sdpa_mark is not None and path is not None:   # a marked call ran a fused path
             if not self._provenance_asked:
                 self._provenance_asked = True
                 self._ask_provenance(path, spec, marked, result)

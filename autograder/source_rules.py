@@ -55,7 +55,8 @@ def parts_running(evidence: list[str]) -> set[int]:
 
 def read(package: pathlib.Path) -> tuple[list[str], list[str]]:
     """(hiding, private): evidence in the .py files under package (sorted by path), each "file:line: what"."""
-    hiding, private = [], []
+    hiding: list[str] = []
+    private: list[str] = []
     for path in sorted(package.rglob("*.py")):
         if not path.is_file() or path.is_symlink():
             continue
@@ -122,7 +123,7 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
-def _root(node: ast.Attribute) -> str:
+def _root(node: ast.expr) -> str:
     while isinstance(node, ast.Attribute):
         node = node.value
     return node.id if isinstance(node, ast.Name) else ""

@@ -9,9 +9,11 @@ import select
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from autograder.engine import changes, gradebook, isolation, memcg, permissions, processes, submissions
+from autograder.engine.changes import Change
 from autograder.engine.limits import Limits
 from autograder.engine.outcome import Outcome
 from autograder.engine.pool import Template
@@ -24,7 +26,7 @@ SECRETS = (REPO / "grading_tests", REPO / "assignment", REPO / ".git")
 SAFETY_MARGIN = 120.0   # load-free seconds past a worker's own net before the batch kills it
 
 
-def closed_to_sandboxes(out: pathlib.Path, paths: list[str], sources: list[str], private: list[str] = ()) -> list:
+def closed_to_sandboxes(out: pathlib.Path, paths: list[str], sources: list[str], private: Sequence[str] = ()) -> list:
     """What a run whose sandboxes have their own user id (root) closes to other users: the repository, the
     submissions, out/ and the grader's private files (permissions.py puts their modes back at the end)."""
     unique: dict[str, pathlib.Path] = {}   # each once, in this order (a zip is both a path and a source)
@@ -55,9 +57,9 @@ class Run:
     note: str                            # the isolation line
     found: list = field(default_factory=list)                 # the submissions found (submissions.Submission)
     contents: dict[str, str] = field(default_factory=dict)    # source -> digest of what it unpacks to
-    changes: list[changes.Change] | None = None    # --regrade: against the earlier run (None: no earlier run)
+    changes: list[Change] | None = None    # --regrade: against the earlier run (None: no earlier run)
     earlier: pathlib.Path | None = None            # --regrade: where the earlier run's files were moved
-    repeats: list[changes.Change] | None = None    # --repeat: what differed between the gradings
+    repeats: list[Change] | None = None    # --repeat: what differed between the gradings
     stale: int = 0                       # results kept that were graded with another suite or other limits
     closed: list[str] = field(default_factory=list)          # closed to other users for the run (root)
     left_closed: list[str] = field(default_factory=list)     # of those, still used by another run on this machine
@@ -206,7 +208,7 @@ def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier
     graded on, and why it was graded again, if it was: see regrades), and grades.csv with it (gradebook_too; a
     shard writes none: it holds a part of the class)."""
     waiting = collections.deque(todo)
-    running = {}   # result fd -> (submission, job)
+    running: dict[int, tuple] = {}   # result fd -> (submission, job)
     rows: list[dict] = []
     allowed = limits.submission_net + SAFETY_MARGIN
 

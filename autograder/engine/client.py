@@ -13,6 +13,7 @@ import os
 import socket
 import struct
 from dataclasses import dataclass, field
+from typing import NoReturn, TypeVar
 
 from autograder.engine import emulated, messages, processes, protocol, replies, sanitize
 from autograder.engine.limits import Limits
@@ -28,6 +29,7 @@ from autograder.gateway import (
     not_imported,
 )
 
+Reply = TypeVar("Reply", messages.CallReply, messages.ModuleReply)
 SPAWNED = struct.Struct("!q?")   # a sandbox handed over: its pid, and whether the second device is warm in it
 SECOND_WANTED, CPU_ONLY = b"spawn:second", b"spawn:cpu"   # what a request for a sandbox says it is for
 NOTES_KEPT = 20
@@ -88,6 +90,15 @@ class Spawner:
         return pid, socket.socket(fileno=fds[0]), fds[1], second_warm
 
 
+@dataclass
+class Sandbox:
+    """The sandbox answering now: its process (the leader of its group), its socket, and the pipe of its output."""
+    pid: int
+    sock: socket.socket
+    out_fd: int
+    reader: protocol.FrameReader
+
+
 class SandboxGateway(Gateway):
     def __init__(self, spawner: Spawner, limits: Limits, log: SessionLog, *, words_shown: bool = True):
         """words_shown: an import's report may be shown in its own words (False where a sandbox can read the
@@ -95,7 +106,7 @@ class SandboxGateway(Gateway):
         super().__init__()
         self.words_shown = words_shown
         self.spawner, self.limits, self.log = spawner, limits, log
-        self.pid = self.sock = self.reader = self.out_fd = None
+        self.box: Sandbox | None = None     # the sandbox answering now (None: the next call starts one)
         self.second_warm = False             # whether the second device is warm in the current sandbox
         self.cpu_seen = 0.0                  # the sandbox's CPU time at the end of the last exchange
         self.strikes: dict[str, int] = {}    # timeouts per function
@@ -133,7 +144,7 @@ class SandboxGateway(Gateway):
         except Exception as error:  # noqa: BLE001 - data from the sandbox that the checks did not foresee
             self._refuse(label, f"an answer the checks could not read ({type(error).__name__})")
 
-    def _refuse(self, label: str, why: str):
+    def _refuse(self, label: str, why: str) -> NoReturn:
         """Fail the call over a malformed or forged answer: only code that bypasses the sandbox's own
         sender produces one, so that sandbox is retired, and after a few the function is not called again
         (each would cost a fresh sandbox)."""
@@ -160,11 +171,11 @@ class SandboxGateway(Gateway):
             raise StudentError("ProtocolError", f"the answers of {label} were refused {refused} times already; "
                                                 "not called again")
 
-    def _request(self, label: str, request, expected):
+    def _request(self, label: str, request: CallRequest | ModuleRequest, expected: type[Reply]) -> Reply:
         self._refuse_if_hopeless(label)
-        if self.sock is not None and not self.second_warm and uses_second_device(request):
+        if self.box is not None and not self.second_warm and uses_second_device(request):
             self._discard()   # a sandbox that has warmed up the second device is waiting: no student pays for it
-        if self.sock is None:
+        if self.box is None:
             self._start(uses_second_device(request))
             self._refuse_if_hopeless(label)
         data = request.encode()   # serialising copies every tensor: ours stay untouched
@@ -173,10 +184,13 @@ class SandboxGateway(Gateway):
             reply = messages.decode(self._exchange(label, data), expected, Failure)
         except protocol.ProtocolError as error:
             self._refuse(label, str(error))
-        self.log.note(reply.events)
         if isinstance(reply, Failure):
+            self.log.note(reply.events)
             raise StudentError(sanitize.printable(reply.type_name, limit=100),
                                sanitize.printable(reply.message, newlines=True, limit=2000))
+        if not isinstance(reply, expected):   # decode let only these two through
+            self._refuse(label, f"a {type(reply).__name__} where a {expected.__name__} was expected")
+        self.log.note(reply.events)
         return reply
 
     def _exchange(self, label: str, data: bytes | None):
@@ -187,15 +201,18 @@ class SandboxGateway(Gateway):
         cpu_cap = min(self.limits.call_timeout, self.limits.budget - self.log.student_seconds)
         wall_cap = min(self.limits.call_wall_timeout, self.limits.budget - self.log.student_wall_seconds)
         started_cpu = self.cpu_seen
-        clock = LoadFreeClock(self.pid)
+        box = self.box
+        if box is None:
+            raise RuntimeError(f"{label}: no sandbox to ask")   # the grader's own mistake: _start comes first
+        clock = LoadFreeClock(box.pid)
 
         def used() -> float:
-            return processes.tree_cpu_seconds(self.pid) - started_cpu
+            return processes.tree_cpu_seconds(box.pid) - started_cpu
 
         try:
             if data is not None:
-                self.sock.sendall(data)
-            return self.reader.read(None, over=lambda: used() > cpu_cap or clock.elapsed() > wall_cap)
+                box.sock.sendall(data)
+            return box.reader.read(None, over=lambda: used() > cpu_cap or clock.elapsed() > wall_cap)
         except protocol.TimedOut:
             spent = used()
             computing = spent > cpu_cap
@@ -223,8 +240,8 @@ class SandboxGateway(Gateway):
             self._refuse(label, str(error))
         finally:
             self.log.student_wall_seconds += clock.elapsed()
-            if self.pid is not None:
-                now = processes.tree_cpu_seconds(self.pid)
+            if self.box is not None:   # not discarded meanwhile
+                now = processes.tree_cpu_seconds(self.box.pid)
                 self.log.student_seconds += max(0.0, now - started_cpu)
                 self.cpu_seen = now
 
@@ -233,10 +250,10 @@ class SandboxGateway(Gateway):
                 f"a busy machine's CPU")
 
     def _start(self, second: bool) -> None:
-        self.pid, self.sock, self.out_fd, self.second_warm = self.spawner.spawn(second)
-        self.cpu_seen = processes.tree_cpu_seconds(self.pid)   # what it did before we asked is not the student's
+        pid, sock, out_fd, self.second_warm = self.spawner.spawn(second)
+        self.box = Sandbox(pid, sock, out_fd, protocol.FrameReader(sock, {out_fd: self._keep_output}))
+        self.cpu_seen = processes.tree_cpu_seconds(pid)   # what it did before we asked is not the student's
         self.log.sandboxes += 1
-        self.reader = protocol.FrameReader(self.sock, {self.out_fd: self._keep_output})
         try:   # what only the engine may say comes first, before any student code runs; then the import's report
             ready = messages.decode(self._exchange("lock down", None), Locked, Broken)
             if isinstance(ready, Locked):   # it imports the submission only now, timed as the student's
@@ -266,7 +283,7 @@ class SandboxGateway(Gateway):
                                                    f"{withheld}") if withheld else \
                 StudentError(sanitize.printable(ready.type_name, limit=100), "importing student failed: "
                              + sanitize.printable(ready.message, newlines=True, limit=1000))
-        else:
+        elif isinstance(ready, Ready):
             self.log.note(ready.events)
             for name in GRADED_NAMES & set(ready.unloadable):   # what the sandbox says costs only itself
                 withheld, said = self._withheld(), ready.unloadable[name]
@@ -291,13 +308,13 @@ class SandboxGateway(Gateway):
     def _discard(self) -> None:
         """Kill the sandbox and everything it started; the next call starts a new one. (The worker, which
         forked it, reaps it and sweeps up whatever it left.)"""
-        if self.pid is None:
+        box, self.box = self.box, None
+        if box is None:
             return
-        processes.kill_group(self.pid)
-        self.reader.drain_side()
-        self.sock.close()
-        os.close(self.out_fd)
-        self.pid = self.sock = self.reader = self.out_fd = None
+        processes.kill_group(box.pid)
+        box.reader.drain_side()
+        box.sock.close()
+        os.close(box.out_fd)
 
     def close(self) -> None:
         self._discard()

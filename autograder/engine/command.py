@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 
 
 def parser(prog: str = "python -m autograder.engine.command", doc: str = __doc__) -> argparse.ArgumentParser:
@@ -156,7 +157,7 @@ def _grade(argv, template, arguments: argparse.ArgumentParser):
     return 0, run, args
 
 
-def closing_lines(run, out: str, notes: list[str] = (), also_wrote: str = "") -> list[str]:
+def closing_lines(run, out: str, notes: Sequence[str] = (), also_wrote: str = "") -> list[str]:
     """The batch's closing lines: the isolation, what asks for the grader's attention (notes: more of it, from what
     a caller made after the batch), and what was written (also_wrote: the caller's files, after results/)."""
     from autograder.engine import load_free

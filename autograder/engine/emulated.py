@@ -45,7 +45,7 @@ NUMPY = "can't convert {device} device type tensor to numpy. Use Tensor.cpu() to
 CROSS_DEVICE = {"copy_", "_copy_from", "_copy_from_and_resize", "_to_copy", "index", "index_put", "index_put_",
                 "_index_put_impl_", "_unsafe_index", "_unsafe_index_put", "lift_fresh", "lift_fresh_copy"}
 
-_state = {"installed": False, "library": None, "fallback": None}
+_state: dict[str, object] = {"installed": False, "library": None, "fallback": None}
 
 
 def device() -> torch.device:
@@ -56,7 +56,7 @@ def device() -> torch.device:
 class EmulatedTensor(torch.Tensor):
     """A tensor on the emulated device: a wrapper whose values are the CPU tensor `_values`."""
 
-    _values: torch.Tensor
+    _values: torch.Tensor   # type: ignore[assignment]  # shadows the sparse accessor, which no dense tensor uses
 
     @staticmethod
     def __new__(cls, cpu: torch.Tensor):
@@ -155,7 +155,7 @@ class _BackendModule(_DummyBackendModule):
         return [torch.float16, torch.bfloat16]
 
 
-class _AnyGenerator(type(torch._C.Generator)):
+class _AnyGenerator(type(torch._C.Generator)):   # type: ignore[misc]  # torch's generator metaclass
     """isinstance(g, torch.Generator) stays true of every generator torch makes (torch.default_generator too)."""
 
     def __instancecheck__(cls, instance) -> bool:
@@ -166,13 +166,15 @@ class Generator(torch._C.Generator, metaclass=_AnyGenerator):
     """torch.Generator, which for this device is a CPU generator that says it is here (its operations run on the
     CPU, and so do their draws)."""
 
+    _here: bool   # set by __new__: whether it stands for this device
+
     def __new__(cls, device=None):
         here = device is not None and _is_here(device)
         generator = super().__new__(cls, "cpu" if here or device is None else device)
         generator._here = here
         return generator
 
-    @property
+    @property   # type: ignore[override]  # read-only, as torch's own Generator.device is
     def device(self) -> torch.device:
         return torch.device(NAME, 0) if self._here else super().device
 
@@ -228,7 +230,7 @@ def install() -> None:
     # Autocast's own kernels where torch registers them for this device; every other operator passes through, as a
     # GPU backend declares it (CUDA's autocast does the same).
     fallback.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
-    torch.Generator = Generator
+    torch.Generator = Generator   # type: ignore[misc]  # the device's generators, every other one still an instance
     _state.update(installed=True, library=library, fallback=fallback)   # the libraries must outlive this call
 
 

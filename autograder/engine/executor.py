@@ -188,8 +188,12 @@ def map_tensors(value, fn):
 
 
 def flat_tensors(value) -> list[torch.Tensor]:
-    found = []
-    map_tensors(value, lambda tensor: found.append(tensor) or tensor)
+    found: list[torch.Tensor] = []
+
+    def note(tensor: torch.Tensor) -> torch.Tensor:
+        found.append(tensor)
+        return tensor
+    map_tensors(value, note)
     return found
 
 
@@ -252,7 +256,7 @@ def vector_jacobian(outputs, grad_outputs, inputs, *, allow_unused: bool = False
     """d sum_i <outputs[i], grad_outputs[i]> / d inputs: bit for bit what torch.autograd.grad(outputs, inputs,
     grad_outputs) gives, taken through one scalar, because explicit grad_outputs make torch import its
     symbolic-shapes machinery (sympy: a fifth of a second in every grading process)."""
-    total = 0
+    total: Any = 0   # a tensor after the first term, on the outputs' device
     for index, (out, grad) in enumerate(zip(outputs, grad_outputs, strict=True)):
         if out.shape != grad.shape:   # as autograd.grad says it: a product would broadcast instead
             raise RuntimeError(f"Mismatch in shape: grad_output[{index}] has a shape of {tuple(grad.shape)} and "

@@ -498,9 +498,11 @@ def _landlock_rules(plan: Plan, box: Box, own_proc: bool) -> list[tuple[str, int
     return rules
 
 
-def _become(uid: int) -> None:
+def _become(uid: int | None) -> None:
     """Become uid/gid `uid` for good (real, effective and saved ids), with no extra groups: every capability
     goes with root."""
+    if uid is None:
+        raise OSError("the box has no user id of its own")
     os.setgroups([])
     os.setresgid(uid, uid, uid)
     os.setresuid(uid, uid, uid)

@@ -38,4 +38,4 @@ def moved(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
     tensor = tensor.detach()
     if not is_view(tensor):
         return tensor.to(device).clone()
-    return viewed(storage_span(tensor).to(device), tensor.shape, tensor.stride(), tensor.storage_offset())
+    return viewed(storage_span(tensor).to(device), tensor.shape, tensor.stride(), int(tensor.storage_offset()))

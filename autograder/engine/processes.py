@@ -79,7 +79,7 @@ def kill_user(uid: int) -> None:
 
 def children(pid: int) -> list[int]:
     """The live children of pid (every thread's), from /proc; [] when it is gone."""
-    found = []
+    found: list[int] = []
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
@@ -95,7 +95,8 @@ def children(pid: int) -> list[int]:
 
 def descendants(pid: int) -> list[int]:
     """pid and everything below it (children of children), as /proc shows it now."""
-    found, todo = [], [pid]
+    found: list[int] = []
+    todo = [pid]
     while todo and len(found) < 4096:
         current = todo.pop()
         found.append(current)

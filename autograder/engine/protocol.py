@@ -67,7 +67,8 @@ class TimedOut(Exception):
 
 def encode(value, *, views: bool = False) -> bytes:
     """One frame holding value (plain data: see the module's docstring); views: with each tensor's layout."""
-    table, chunks = [], []
+    table: list[list] = []
+    chunks: list[bytes] = []
     tree = _tree(value, table, chunks, 0, views)
     header = json.dumps({"value": tree, "tensors": table}, separators=(",", ":")).encode()
     body = HEADER_LENGTH.pack(len(header)) + header + b"".join(chunks)
@@ -105,7 +106,7 @@ def _add_tensor(tensor: torch.Tensor, table: list, chunks: list, views: bool) ->
     if name not in DTYPES:
         raise ValueError(f"a tensor of dtype {tensor.dtype} cannot be sent")
     device = "meta" if tensor.device.type == "meta" else wire_device(tensor)
-    entry = [name, [int(s) for s in tensor.shape], device]
+    entry: list = [name, [int(s) for s in tensor.shape], device]
     if device != "meta":
         values = emulated.to_plain(tensor.detach()).to("cpu")
         view = views and layout.is_view(values)
@@ -194,7 +195,7 @@ def _tensors(table: list, data: memoryview, views: bool) -> list[torch.Tensor]:
         if view is not None:
             tensor = layout.viewed(tensor, shape, view["stride"], view["offset"])
         if device == emulated.NAME:
-            tensor.wire_device = device
+            tensor.wire_device = device   # type: ignore[attr-defined]  # read by wire_device()
         found.append(tensor)
     if offset != len(data):
         raise ProtocolError(f"{len(data) - offset} bytes after the last tensor")

@@ -209,16 +209,14 @@ def serve(sock, wires: tripwires.Tripwires) -> None:
 def answer(student, request, wires: tripwires.Tripwires):
     try:
         if isinstance(request, CallRequest):
-            done = executor.execute_call(student, request.function, request.args, request.kwargs, request.options)
-            return CallReply(done.value, done.devices, done.input_grads, done.args_after, done.attention_calls,
-                             wires.drain())
-        done = executor.execute_module(student, request.spec, request.options)
-        return ModuleReply(done.parameters, done.output, done.devices, done.input_grads, done.param_grads,
-                           done.inputs_after, done.attention_calls, wires.drain())
-    except executor.StudentFailure as failure:
-        return Failure(failure.type_name, failure.message, wires.drain())
-    except BaseException as error:  # noqa: BLE001
-        failure = executor.StudentFailure.of(error)
+            called = executor.execute_call(student, request.function, request.args, request.kwargs, request.options)
+            return CallReply(called.value, called.devices, called.input_grads, called.args_after,
+                             called.attention_calls, wires.drain())
+        ran = executor.execute_module(student, request.spec, request.options)
+        return ModuleReply(ran.parameters, ran.output, ran.devices, ran.input_grads, ran.param_grads,
+                           ran.inputs_after, ran.attention_calls, wires.drain())
+    except BaseException as error:  # noqa: BLE001 - everything the student raises is reported, even SystemExit
+        failure = error if isinstance(error, executor.StudentFailure) else executor.StudentFailure.of(error)
         return Failure(failure.type_name, failure.message, wires.drain())
 
 

@@ -451,12 +451,12 @@ def _check_directory(path: pathlib.Path, max_files: int) -> None:
     trusts; zip64 included.)"""
     try:
         with open(path, "rb") as handle:
-            end = zipfile._EndRecData(handle)
+            end = zipfile._EndRecData(handle)   # type: ignore[attr-defined]  # the reader ZipFile itself trusts
     except OSError as error:
         raise SubmissionError(f"not a readable zip file ({error})") from None
     if end is None:
         raise SubmissionError("not a readable zip file (no end of central directory)")
-    entries, size = end[zipfile._ECD_ENTRIES_TOTAL], end[zipfile._ECD_SIZE]
+    entries, size = end[zipfile._ECD_ENTRIES_TOTAL], end[zipfile._ECD_SIZE]   # type: ignore[attr-defined]
     if entries > max_files:
         raise SubmissionError(f"too many files in the zip ({entries}; the limit is {max_files})")
     if size > max_files * MAX_DIRECTORY_ENTRY_BYTES:

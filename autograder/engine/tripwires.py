@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
+import types
 
 LIMIT = 20   # notes kept per sandbox
 WATCHED = {
@@ -109,7 +110,7 @@ class Tripwires:
         """Whether the first frame outside Python's own library that led to this event is the submission's: torch
         reading /proc/sys/kernel/random/boot_id while it compiles is not the student's doing (seen with torch
         2.11), the student's pathlib.Path(...).read_text() is."""
-        frame = sys._getframe(3)   # 0 this, 1 _look, 2 _hook, 3 the code that raised the event
+        frame: types.FrameType | None = sys._getframe(3)   # 0 this, 1 _look, 2 _hook, 3 the code that raised it
         while frame is not None and frame.f_code.co_filename.startswith(self.stdlib):
             frame = frame.f_back
         return frame is not None and frame.f_code.co_filename.startswith(self.student)
@@ -123,7 +124,7 @@ class Tripwires:
 
 def _looking_up_source() -> bool:
     """Python itself reads source files to show a warning or a traceback line: not an escape."""
-    frame = sys._getframe(3)
+    frame: types.FrameType | None = sys._getframe(3)
     while frame is not None:
         if frame.f_code.co_filename.endswith(("linecache.py", "tokenize.py", "traceback.py")):
             return True

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Set as AbstractSet
 
 # Wall-clock limit for grading one submission: above the engine's own budget (240 s + 60 s grace).
 GRADE_TIMEOUT_S = 1200
@@ -28,7 +29,7 @@ class GradingFailed(RuntimeError):
     """The engine itself failed (not the student's code): the instructor must look."""
 
 
-def pack_folder(folder: pathlib.Path, zip_path: pathlib.Path, skip: set[str] = frozenset()) -> pathlib.Path:
+def pack_folder(folder: pathlib.Path, zip_path: pathlib.Path, skip: AbstractSet[str] = frozenset()) -> pathlib.Path:
     """Zip a submission folder as the student uploaded it, so the engine unpacks it exactly as it
     unpacks any zip. Links are stored as links (never followed), so the engine rejects them as it
     would in a folder; `skip` names top-level entries that are not the student's (Otter's own)."""
@@ -93,7 +94,7 @@ def results_from_out(out: pathlib.Path) -> dict:
 
 
 def grade_submission(submission, source_root, *, timeout: float = GRADE_TIMEOUT_S,
-                     skip: set[str] = frozenset(), private=()) -> dict:
+                     skip: AbstractSet[str] = frozenset(), private=()) -> dict:
     """Grade a submission (a folder, or a .zip) with the batch command; returns the results.json dict.
 
     source_root: folder whose `autograder` and `grading_tests` packages do the grading.
@@ -101,8 +102,8 @@ def grade_submission(submission, source_root, *, timeout: float = GRADE_TIMEOUT_
     Raises GradingFailed when the engine crashes or writes no results.
     """
     submission = pathlib.Path(submission).resolve()
-    with tempfile.TemporaryDirectory(prefix="otter-engine-") as scratch:
-        scratch = pathlib.Path(scratch)
+    with tempfile.TemporaryDirectory(prefix="otter-engine-") as scratch_name:
+        scratch = pathlib.Path(scratch_name)
         # A private copy: the engine grades what was submitted, whatever happens to the original after.
         packed = scratch / PACKED_NAME
         if submission.is_dir():

@@ -21,6 +21,7 @@ import json
 import pathlib
 import sys
 import time
+from collections.abc import Set as AbstractSet
 
 from assignment import spec as assignment_spec
 from autograder.engine.sanitize import valid_text
@@ -31,7 +32,7 @@ ENGINE_FAILED = ("The autograder could not grade this submission because of a pr
                  "not in your code. Your instructor can see the details; please let them know.")
 
 
-def grade(root: pathlib.Path, *, skip: set[str] = frozenset()) -> dict:
+def grade(root: pathlib.Path, *, skip: AbstractSet[str] = frozenset()) -> dict:
     """The results.json for ROOT/submission, as Gradescope should show it.
     skip: top-level names in the submission folder that are not the student's (otter run adds some).
     Raises engine_bridge.GradingFailed or SpecError, which are the instructor's to fix."""
