@@ -43,6 +43,8 @@ OUTPUT_BIAS = "out_proj.bias"
 # that float16 does not overflow.
 MARKS = (-32.0, -16.0, -8.0, 8.0, 16.0, 32.0)
 MARKED_PATHS = ("fused", "fused-step")
+IGNORED = ("the fused path's output does not come from its F.scaled_dot_product_attention call (it stayed the same "
+           "to the bit when the grader rescaled that call's output), which it must go through")
 
 
 def marked_options(path: str | None, spec: ModuleSpec, options: CallOptions) -> CallOptions:
@@ -53,10 +55,6 @@ def marked_options(path: str | None, spec: ModuleSpec, options: CallOptions) -> 
     if path == "fused" and spec.state_dict is None:
         return options
     return dataclasses.replace(options, sdpa_mark=secrets.choice(MARKS))
-
-
-IGNORED = ("the fused path's output does not come from its F.scaled_dot_product_attention call (it stayed the same "
-           "to the bit when the grader rescaled that call's output), which it must go through")
 
 
 def another_mark(options: CallOptions) -> CallOptions:
