@@ -47,6 +47,17 @@ def fused_spec(dtype, method="forward"):
     return ModuleSpec({**init_kwargs, "fused": True}, state, forward, method=method, dtype=dtype)
 
 
+def test_calls_whose_mark_could_not_come_out_exactly_are_not_marked():
+    spec = fused_spec(torch.float32)
+    assert provenance.marked_options("fused", spec, CallOptions()).sdpa_mark in provenance.MARKS
+    assert provenance.marked_options("fused", spec, CallOptions(device="emulated:0")).sdpa_mark in provenance.MARKS
+    for device in ("meta", "cuda", "cuda:1"):   # no values; PyTorch's own kernels' tolerances
+        assert provenance.marked_options("fused", spec, CallOptions(device=device)).sdpa_mark is None
+    assert provenance.marked_options("fused", ModuleSpec(spec.init_kwargs, None, spec.forward_kwargs),
+                                     CallOptions()).sdpa_mark is None   # out_proj.bias unknown
+    assert provenance.marked_options("manual", spec, CallOptions()).sdpa_mark is None
+
+
 def test_the_sandbox_multiplies_only_sdpas_output_by_the_mark():
     q = torch.randn(1, 2, 3, 4)
     seen: list[str] = []
