@@ -13,17 +13,9 @@ graded is graded again. --regrade grades everything again after a change of the 
 keeping the earlier results in DIR/earlier/ and listing what changed in changes.csv. The limits
 default to the spec's settings (assignment/assignment.toml).
 
-Exit status: 0 when at least one submission was graded; 1 when every row is an error (nothing
-could be graded: most likely the wrong folder was given); 2 for a missing path or an export zip
-that cannot be read; 130 when interrupted.
-
-A class larger than one machine: run `--shard I/N` for I = 1..N on as many machines (a cluster's array
-job), all with the same PATHs and one shared --out; each grades its share and writes its results. Then
-run the same command once without --shard: it finds everything graded, grades nothing again, and writes
-grades.csv and the class reports over the whole class.
-
 The grading is the runtime's batch command (autograder/engine/command.py, what Gradescope's run calls); the
-reports are made afterwards, from the output folder (autograder/reports/).
+reports are made afterwards, from the output folder (autograder/reports/). Its exit status and its shards (for a
+class larger than one machine) are this command's too.
 """
 from __future__ import annotations
 

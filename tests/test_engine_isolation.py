@@ -6,7 +6,6 @@ profile is slow.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import platform
 import shutil
@@ -18,7 +17,7 @@ import time
 import pytest
 
 from autograder.adversarial import read_rows
-from autograder.engine import isolation, messages, processes
+from autograder.engine import isolation, messages, processes, seccomp
 from autograder.engine.client import SandboxGateway, SessionLog
 from autograder.engine.limits import Limits
 from autograder.gateway import StudentError
@@ -81,15 +80,10 @@ def deny_namespaces_and_landlock() -> None:
         instruction(jump_eq, 0, 1, 444), instruction(ret, 0, 0, errno_ | 38),    # landlock_create_ruleset: ENOSYS
         instruction(ret, 0, 0, allow),
     ])
-    buffer = ctypes.create_string_buffer(program)
-
-    class Program(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(38, 1, 0, 0, 0)                                                      # no_new_privs
-    if libc.prctl(22, 2, ctypes.byref(Program(len(program) // 8, ctypes.addressof(buffer))), 0, 0) != 0:
-        os._exit(99)                                                                # PR_SET_SECCOMP, filter
+    try:
+        seccomp.load(program)
+    except OSError:
+        os._exit(99)
 
 
 @x86_64

@@ -9,6 +9,7 @@ for that call; the next call starts a fresh sandbox.
 """
 from __future__ import annotations
 
+import builtins
 import os
 import socket
 import struct
@@ -324,7 +325,6 @@ def _builtin_name(type_name: str) -> str:
     """The name of an exception raised at import when its words are withheld: a builtin exception's own name
     (SyntaxError, SystemExit: what the student needs to look for), any other name (the student's to choose, so it
     could carry what the code read) as ImportError."""
-    import builtins
     found = getattr(builtins, type_name, None)
     return type_name if isinstance(found, type) and issubclass(found, BaseException) else "ImportError"
 

@@ -20,7 +20,7 @@ that cannot be read; 130 when interrupted.
 A class larger than one machine: run `--shard I/N` for I = 1..N on as many machines (a cluster's array
 job), all with the same PATHs and one shared --out; each grades its share and writes its results. Then
 run the same command once without --shard: it finds everything graded, grades nothing again, and writes
-grades.csv (and the grader's command, the class reports) over the whole class.
+grades.csv over the whole class (`python -m autograder grade` also the class reports).
 """
 from __future__ import annotations
 
@@ -29,12 +29,18 @@ import os
 import sys
 from collections.abc import Sequence
 
+# The paragraphs of this docstring that a command built on this one shows in its --help as they are.
+SHARED_HELP = ("Exit status:", "A class larger than one machine:")
+
 
 def parser(prog: str = "python -m autograder.engine.command", doc: str = __doc__) -> argparse.ArgumentParser:
     from autograder.engine.limits import Limits  # the spec: after the template started (main)
 
     defaults = Limits()
-    p = argparse.ArgumentParser(prog=prog, description="\n\n".join(doc.split("\n\n")[1:]),
+    paragraphs = doc.split("\n\n")[1:]
+    if doc is not __doc__:   # a command built on this one says what it adds; the exit status and shards are these
+        paragraphs += [text for text in __doc__.split("\n\n") if text.startswith(SHARED_HELP)]
+    p = argparse.ArgumentParser(prog=prog, description="\n\n".join(paragraphs),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="a submission (folder or .zip), a folder of them, or a Gradescope export (folder or .zip)")

@@ -404,11 +404,11 @@ def lock(plan: Plan, box: Box, *, strict: bool = True) -> list[tuple[str, str]]:
     if ruleset is not None:
         attempt("landlock", lambda: kernel.landlock_enforce(ruleset))
     # Last: the filter refuses what the layers that held leave open (and the calls above need).
-    held = plan.without(failures).held
-    _, home = box.view(plan.without(failures))
+    final = plan.without(failures)
+    _, home = box.view(final)
     for folder in CACHE_FOLDERS.values():
         os.makedirs(os.path.join(home, folder), exist_ok=True)
-    attempt("seccomp", lambda: seccomp.install(seccomp.rules_for(held, os.getpid())))
+    attempt("seccomp", lambda: seccomp.install(seccomp.rules_for(final.held, os.getpid())))
     return failures
 
 

@@ -145,18 +145,19 @@ def program(rules: Rules) -> bytes:
 def install(rules: Rules) -> None:
     """Promise no new privileges and install the filter on this process (its children inherit it). Raises
     OSError where the kernel refuses."""
+    load(program(rules))
+
+
+class _Program(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def load(code: bytes) -> None:
+    """Install a classic-BPF seccomp program (8-byte instructions) on this process, after no_new_privs."""
     kernel.prctl(kernel.PR_SET_NO_NEW_PRIVS, 1)
-    code = program(rules)
     buffer = ctypes.create_string_buffer(code, len(code))
-
-    class Program(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(Program(len(code) // 8,
-                                                                              ctypes.addressof(buffer))), 0, 0):
-        number = ctypes.get_errno()
-        raise OSError(number, f"seccomp: {errno.errorcode.get(number, number)}")
+    program_ = _Program(len(code) // 8, ctypes.addressof(buffer))
+    kernel.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(program_))
 
 
 def _refuse(name: str, number: int) -> list[tuple[int, int, int, int]]:
