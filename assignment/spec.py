@@ -6,7 +6,7 @@
     SpecError                 a declaration that cannot be used; the message names the file and what to write
 
 Everything else takes the assignment from here: the handout's generated files (autograder/derived.py),
-the engine's graded names, the points and titles of the results (autograder/scoring.py), Gradescope's
+the engine's graded names, the points and titles of the results (grader/scoring.py), Gradescope's
 settings. Dependencies run one way: assignment.spec <- autograder <- grading_tests; this module imports
 nothing of the project, and nothing but the standard library.
 """

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from autograder.otter import leaks, packaging
-from autograder.paths import REPO
+from grader.paths import REPO
 
 DEFAULT_OUT = REPO / "dist"
 HANDOUT_NAME = "attention-handout.zip"

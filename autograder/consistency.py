@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 from assignment.spec import SPEC_FILE, Spec, SpecError, load
 from autograder import derived, stubs
-from autograder.paths import GRADING_DIR, REFERENCE_DIR, REPO
+from grader.paths import GRADING_DIR, REFERENCE_DIR, REPO
 
 # The names of the gateway itself (not graded functions) that a hidden test may use on `student`.
-GATEWAY_NAMES = {"call", "run_module", "flags", "forbidden", "test", "second_device",   # autograder/gateway.py
+GATEWAY_NAMES = {"call", "run_module", "flags", "forbidden", "test", "second_device",   # grader/gateway/__init__.py
                  "start_afresh"}
 # "Part 6", "Parts 5 and 6", "Parts 1, 2, 5 and 6", "check(6)", "--part 6", "part6" (a pytest marker), "part-6".
 PART_MENTIONS = (re.compile(r"\b[Pp]arts?\s+(\d+(?:\s*(?:,|and|or|&)\s*\d+)*)"),

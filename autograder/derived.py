@@ -19,8 +19,8 @@ import sys
 
 from assignment.spec import SPEC, Spec
 from autograder.otter.image import DISTRIBUTIONS
-from autograder.paths import MASTER_NOTEBOOK, REPO, STUDENT_DIR
 from autograder.stubs import generated_stubs
+from grader.paths import MASTER_NOTEBOOK, REPO, STUDENT_DIR
 
 HANDOUT_README = REPO / "handout" / "README.md"
 TABLE_BEGIN = "<!-- BEGIN PARTS TABLE: generated from assignment/assignment.toml by `python -m autograder generate` -->"

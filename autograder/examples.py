@@ -24,10 +24,10 @@ import sys
 import tempfile
 import zipfile
 
-from autograder.paths import REPO
 from autograder.samples import write_submission
 from autograder.zoo.bugs import BUGS
 from autograder.zoo.variants import VARIANTS
+from grader.paths import REPO
 
 DEFAULT_DEST = REPO / "out" / "example-class"
 

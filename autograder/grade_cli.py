@@ -13,7 +13,7 @@ graded is graded again. --regrade grades everything again after a change of the 
 keeping the earlier results in DIR/earlier/ and listing what changed in changes.csv. The limits
 default to the spec's settings (assignment/assignment.toml).
 
-The grading is the runtime's batch command (autograder/engine/command.py, what Gradescope's run calls); the
+The grading is the runtime's batch command (grader/run/command.py, what Gradescope's run calls); the
 reports are made afterwards, from the output folder (autograder/reports/). Its exit status and its shards (for a
 class larger than one machine) are this command's too.
 """
@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import sys
 
-from autograder.engine import command
+from grader.run import command
 
 
 def parser():
@@ -39,8 +39,8 @@ def main(argv=None) -> int:
     if run.shard:   # the reports are of the whole class: the run without --shard makes them
         return command.main_output(run, args.out, code)
     from autograder import reports
-    from autograder.engine import gradebook
     from autograder.reports import analytics
+    from grader.run import gradebook
 
     written = reports.write(args.out, run, similarity=args.similarity_report)
     print(gradebook.table(run.rows, most_failed=analytics.most_failed(written.tests)))

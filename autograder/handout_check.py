@@ -21,8 +21,8 @@ import zipfile
 
 from assignment.spec import SPEC, Spec
 from autograder import consistency
-from autograder.paths import MASTER_NOTEBOOK, REFERENCE_DIR, REPO
 from autograder.stubs import GRADED_MODULES
+from grader.paths import MASTER_NOTEBOOK, REFERENCE_DIR, REPO
 
 PUBLIC_CHECK_SECONDS = 600   # a safety net for one run of the public checks, not a budget
 TEXT_SUFFIXES = (".py", ".md", ".txt", ".ipynb")

@@ -5,8 +5,8 @@ A submission folder holds a `student/` package, as a student would hand it in.
 import pathlib
 import shutil
 
-from autograder.paths import REFERENCE_DIR, STUDENT_DIR
 from autograder.stubs import GRADED_MODULES
+from grader.paths import REFERENCE_DIR, STUDENT_DIR
 
 
 def _copy_package(dest: pathlib.Path) -> pathlib.Path:

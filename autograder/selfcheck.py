@@ -36,13 +36,14 @@ from dataclasses import dataclass
 
 from assignment.spec import SPEC
 from autograder import build_cli, consistency, handout_check
-from autograder.otter import engine_bridge, leaks, packaging
-from autograder.paths import REPO
+from autograder.otter import leaks, packaging
 from autograder.samples import write_submission
-from autograder.scoring import PART_POINTS, entry_part, entry_test
 from autograder.zoo import fresh
 from autograder.zoo.bugs import BUGS
 from autograder.zoo.variants import VARIANTS
+from grader.gradescope import engine_bridge
+from grader.paths import REPO
+from grader.scoring import PART_POINTS, entry_part, entry_test
 
 DEFAULT_OUT = REPO / "out" / "selfcheck"
 # The sub-folders of --out this command owns (and empties first, so no stale result is reused).

@@ -14,7 +14,7 @@ import ast
 from dataclasses import dataclass
 
 from assignment.spec import SPEC, Spec
-from autograder.paths import REFERENCE_DIR
+from grader.paths import REFERENCE_DIR
 
 GRADED_MODULES = tuple(f"{module}.py" for module in SPEC.modules)
 BEGIN, END = "# BEGIN SOLUTION", "# END SOLUTION"

@@ -5,7 +5,7 @@ shipped in autograder.zip, as the self-check grades it, and the report says, per
 tests it fails and the points it loses inside its own part and outside it, by part.
 
 A bug may cost points outside its part only in the parts that call its part's functions
-(autograder.scoring.PART_USES): Part 5 builds on Parts 1-4, so a broken split_heads costs
+(grader.scoring.PART_USES): Part 5 builds on Parts 1-4, so a broken split_heads costs
 Part 5 too, and the feedback then names the root ("Part 3 ... fails; Parts 5 and 6 use it").
 A loss anywhere else is a stray: a test failing for a property it does not name. The command
 prints a Markdown table and a summary, and exits with status 1 when a bug loses nothing in its
@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass, field
 
 from autograder import build_cli, selfcheck
-from autograder.paths import REPO
-from autograder.scoring import PART_POINTS, PART_TITLES, entry_part, parts_using
+from grader.paths import REPO
+from grader.scoring import PART_POINTS, PART_TITLES, entry_part, parts_using
 
 DEFAULT_OUT = REPO / "out" / "zoo-report"
 # The sub-folders of --out this command owns (emptied first, so no stale result is reused).

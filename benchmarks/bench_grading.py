@@ -108,8 +108,8 @@ def part_a(scratch: pathlib.Path, submission: pathlib.Path, repeat: int) -> OneS
     commands = {BARE: lambda _run: [PYTHON, "-c", "import torch"],
                 "python -m autograder grade ONE.zip": lambda run: [
                     PYTHON, "-m", "autograder", "grade", submission, "--out", scratch / f"one-{run}", "--workers", "1"],
-                "python -m autograder.engine.command ONE.zip": lambda run: [
-                    PYTHON, "-m", "autograder.engine.command", submission, "--out", scratch / f"runtime-{run}",
+                "python -m grader ONE.zip": lambda run: [
+                    PYTHON, "-m", "grader", submission, "--out", scratch / f"runtime-{run}",
                     "--workers", "1"]}
     runs: dict[str, list[tuple[float, float]]] = {label: [] for label in commands}   # (wall, CPU) per round
     for run in range(repeat):
@@ -211,7 +211,7 @@ def docs_table(one: OneSubmission, batch: tuple[int, int, float]) -> str:
     lines = ["| measurement | wall | CPU (whole process tree) | ratio to the import (median of paired runs) |",
              "|---|---|---|---|", f'| `{BARE}` | {bare_wall:.2f} s | {bare_cpu:.2f} s | |']
     for label, what in (("python -m autograder grade ONE.zip", "the grader's command: the batch, then the reports"),
-                        ("python -m autograder.engine.command ONE.zip", "the runtime alone: Gradescope's run")):
+                        ("python -m grader ONE.zip", "the runtime alone: Gradescope's run")):
         wall, cpu = one.timings[label]
         ratio, cpu_ratio, low, high = one.ratios[label]
         lines.append(f"| `{label}` ({what}) | {wall:.2f} s | {cpu:.2f} s | {ratio:.2f}x wall ({low:.2f}x to "

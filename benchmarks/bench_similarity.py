@@ -26,8 +26,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from cpu_accounting import own_and_children_seconds  # beside this file: its pool's workers are waited-for children
 
 from autograder import cohort
-from autograder.engine import submissions
 from autograder.reports import similarity
+from grader.run import submissions
 
 SIZES = (50, 100, 200, 400)
 # Measured before the comparison was vectorised (compare_files on every pair): 205 CPU-s at 400, 2.57 ms a pair, n^2.05.

@@ -32,8 +32,8 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from autograder import cohort  # noqa: E402
-from autograder.engine import changes  # noqa: E402
-from autograder.scoring import PART_POINTS  # noqa: E402
+from grader.run import changes  # noqa: E402
+from grader.scoring import PART_POINTS  # noqa: E402
 
 DUE = "2026-11-20T23:59:00+00:00"
 CHANGED_TEST = "grading_tests/test_part2_masking.py"

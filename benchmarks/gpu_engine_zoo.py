@@ -25,9 +25,9 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from autograder import selfcheck
-from autograder.otter import engine_bridge
-from autograder.paths import REPO
-from autograder.scoring import NOT_RUN_TITLE
+from grader.gradescope import engine_bridge
+from grader.paths import REPO
+from grader.scoring import NOT_RUN_TITLE
 
 CUDA_TESTS = "test_cuda_"
 

@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from autograder.gateway import CallOptions, CallResult, GradedFunction, ModuleResult, ModuleSpec, StudentError
+from grader.gateway import CallOptions, CallResult, GradedFunction, ModuleResult, ModuleSpec, StudentError
 from grading_tests.tolerance import Tolerance, as_float64, grading_tolerance, looks_like_float32_rounding
 
 

@@ -3,16 +3,16 @@
     pytest grading_tests --submission DIR [--results-json FILE]
 
 grades the student/ package inside DIR in this process (trusted folders only). What the points are and
-how the spec's rules apply is autograder/suite.py's GradingPlugin; the grading engine registers its own,
+how the spec's rules apply is grader/suite.py's GradingPlugin; the grading engine registers its own,
 with the sandbox gateway, and this file then adds none.
 """
 from __future__ import annotations
 
 import pytest
 
-from autograder.gateway import Gateway
-from autograder.local_gateway import LocalGateway
-from autograder.suite import PLUGIN_NAME, GradingPlugin, registered
+from grader.gateway import Gateway
+from grader.gateway.local import LocalGateway
+from grader.suite import PLUGIN_NAME, GradingPlugin, registered
 from grading_tests import gates, second_opinions
 
 

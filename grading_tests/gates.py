@@ -16,7 +16,7 @@ import zlib
 
 import torch
 
-from autograder.gateway import ModuleSpec
+from grader.gateway import ModuleSpec
 from grading_tests import oracle
 from grading_tests.checks import call, expect_close, expect_equal, expect_pair, fail, randn, run_module
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from autograder.gateway import SDPA_BACKENDS, CallOptions, ModuleSpec, restricting_sdpa, vector_jacobian
+from grader.gateway import SDPA_BACKENDS, CallOptions, ModuleSpec, restricting_sdpa, vector_jacobian
 from grading_tests import oracle
 from grading_tests.checks import expect_close, run_module
 from grading_tests.tolerance import Tolerance, as_float64, floor_tolerance

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.gateway import CallOptions, ModuleSpec, vector_jacobian
+from grader.gateway import CallOptions, ModuleSpec, vector_jacobian
 from grading_tests import oracle
 from grading_tests.checks import (
     expect_close,

@@ -1,7 +1,7 @@
 """Device placement checks: results land on the inputs' device, on the device asked for, or on torch's default.
 
 The second device is a GPU where the student's code can reach one (graded in-process on a GPU machine), else a
-device emulated on the CPU (the engine's autograder/engine/emulated.py; the engine's sandboxes reach no GPU):
+device emulated on the CPU (the engine's grader/wire/emulated.py; the engine's sandboxes reach no GPU):
 `student.second_device` says which. The emulated device has values, so every check decides on every machine:
 code that reads values (int(n), .item(), .tolist(), boolean indexing) runs there as on a GPU, and what a GPU
 refuses it refuses too (tensors of two devices in one operation, .numpy()), with CUDA's message. A call that
@@ -9,7 +9,7 @@ raises there fails the check; no exception, whatever its text, makes a check inc
 """
 from __future__ import annotations
 
-from autograder.gateway import CallOptions, CallResult, GradedFunction, ModuleResult, ModuleSpec, StudentError
+from grader.gateway import CallOptions, CallResult, GradedFunction, ModuleResult, ModuleSpec, StudentError
 from grading_tests.checks import describe_call, expect_computed, expect_devices, expect_result, fail
 
 # What torch says when tensors of two devices meet in one operation: a placement bug, on any device.

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from autograder.gateway import Gateway
+from grader.gateway import Gateway
 
 MARKER = "second_opinion"
 

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from autograder.gateway import CallOptions
+from grader.gateway import CallOptions
 from grading_tests import oracle
 from grading_tests.checks import (
     call,

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from autograder.gateway import CallOptions, vector_jacobian
+from grader.gateway import CallOptions, vector_jacobian
 from grading_tests import oracle
 from grading_tests.checks import (
     call,

@@ -3,7 +3,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.gateway import CallOptions
+from grader.gateway import CallOptions
 from grading_tests import oracle
 from grading_tests.checks import (
     call,

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from autograder.gateway import ModuleSpec, StudentError
+from grader.gateway import ModuleSpec, StudentError
 from grading_tests.checks import expect_computed, expect_unmodified, fail, laid_out, randn, run_module
 from grading_tests.module_checks import (
     MODULE_CASES,

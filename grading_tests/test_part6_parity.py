@@ -5,7 +5,7 @@ The CUDA backends are graded in test_part6_cuda.py (skipped, worth 0, without a 
 import pytest
 import torch
 
-from autograder.gateway import CallOptions, ModuleSpec
+from grader.gateway import CallOptions, ModuleSpec
 from grading_tests import oracle
 from grading_tests.checks import expect_close, fail, randn, run_module
 from grading_tests.module_checks import (

@@ -13,7 +13,7 @@ import importlib
 import pathlib
 import sys
 
-PLUGIN_MODULE = "autograder.otter.plugin"
+PLUGIN_MODULE = "grader.gradescope.plugin"
 PLUGIN_CLASS = "EngineGradingPlugin"
 
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from autograder.engine import processes
+from grader.contain import processes
 
 
 @contextlib.contextmanager

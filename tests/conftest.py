@@ -26,7 +26,7 @@ import pytest
 from filelock import FileLock
 
 from autograder import build_cli, selfcheck
-from autograder.paths import REPO
+from grader.paths import REPO
 from tests.patience import SAFETY_NET_S
 
 WORKERS = 2   # this project's CI machine has two cores

@@ -22,11 +22,11 @@ import sys
 from dataclasses import dataclass
 
 from assignment.spec import SPEC
-from autograder.paths import STUDENT_DIR
-from autograder.scoring import entry_part, entry_test
 from autograder.stubs import GRADED_MODULES
 from autograder.zoo import fresh
 from autograder.zoo.bugs import BUGS
+from grader.paths import STUDENT_DIR
+from grader.scoring import entry_part, entry_test
 from tests import contract_table as ct
 
 HEADER = "| handout | sentence | enforced by | broken by |"

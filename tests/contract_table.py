@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from autograder.paths import REPO, STUDENT_DIR
 from autograder.stubs import GRADED_MODULES
+from grader.paths import REPO, STUDENT_DIR
 
 CONTRACT = REPO / "grading_tests" / "CONTRACT.md"
 HEADER = "| hidden test | handout | sentence it enforces |"

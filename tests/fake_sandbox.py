@@ -5,10 +5,11 @@ import os
 import socket
 import time
 
-from autograder.engine import messages, processes, protocol
-from autograder.engine.client import SandboxGateway, SessionLog
-from autograder.engine.limits import Limits
-from autograder.gateway import StudentError
+from grader.contain import processes
+from grader.contain.limits import Limits
+from grader.gateway import StudentError
+from grader.gateway.client import SandboxGateway, SessionLog
+from grader.wire import messages, protocol
 
 
 class FakeSpawner:

@@ -5,8 +5,8 @@ import os
 import subprocess
 import sys
 
-from autograder.engine import isolation
-from autograder.paths import REPO
+from grader.contain import isolation
+from grader.paths import REPO
 from tests.patience import SAFETY_NET_S
 
 

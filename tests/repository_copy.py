@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 
-from autograder.paths import REPO
+from grader.paths import REPO
 from tests.patience import SAFETY_NET_S
 
 

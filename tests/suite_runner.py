@@ -12,8 +12,8 @@ import pathlib
 import subprocess
 import sys
 
-from autograder.paths import REPO
-from autograder.scoring import entry_part
+from grader.paths import REPO
+from grader.scoring import entry_part
 from tests.patience import SAFETY_NET_S
 
 

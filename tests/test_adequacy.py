@@ -12,9 +12,9 @@ from assignment.spec import SPEC
 from autograder.adequacy import adversaries, styles
 from autograder.adequacy.mutants import mutants
 from autograder.adequacy.report import sample
-from autograder.local_gateway import LocalGateway
-from autograder.paths import REFERENCE_DIR, REPO
 from autograder.stubs import solution_blocks
+from grader.gateway.local import LocalGateway
+from grader.paths import REFERENCE_DIR, REPO
 from grading_tests import gates
 from tests.patience import SAFETY_NET_S
 

@@ -5,9 +5,9 @@ import csv
 import json
 import shutil
 
-from autograder.engine import gradebook
 from autograder.reports import analytics, chart, summary
-from autograder.scoring import tags
+from grader.run import gradebook
+from grader.scoring import tags
 
 HINT = "Hint: matches q @ k^T without scaling: did you multiply by 1/sqrt(E)?"
 

@@ -9,10 +9,10 @@ import zipfile
 
 import pytest
 
-from autograder.engine import gradebook, submissions
-from autograder.paths import REPO, STUDENT_DIR
 from autograder.samples import write_submission
 from autograder.stubs import GRADED_MODULES
+from grader.paths import REPO, STUDENT_DIR
+from grader.run import gradebook, submissions
 from tests.patience import SAFETY_NET_S
 
 METADATA = """\

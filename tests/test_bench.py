@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from autograder import build_cli
-from autograder.paths import REPO
 from autograder.samples import edited_reference, write_submission
+from grader.paths import REPO
 from tests.patience import SAFETY_NET_S
 
 BENCH = REPO / "handout" / "bench.py"

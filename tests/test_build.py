@@ -12,9 +12,9 @@ import pytest
 
 from autograder import build_cli
 from autograder.otter import closure, config, leaks, packaging
-from autograder.paths import REPO
 from autograder.samples import reference_source
 from autograder.stubs import GRADED_MODULES, generated_stubs
+from grader.paths import REPO
 from tests.patience import SAFETY_NET_S
 
 TORCH_PIN = re.search(r"^torch==([\w.]+)$", (REPO / "requirements.txt").read_text(), re.M).group(1)
@@ -146,9 +146,9 @@ def test_autograder_zip_carries_runner_plugin_engine_and_hidden_suite(dist):
     otter_config = json.loads(read(autograder, "otter_config.json"))
     assert otter_config["plugins"] == [config.LOADER_PLUGIN] and otter_config["grade_from_log"] is False
     assert otter_config["show_hidden"] is True and otter_config["show_stdout"] is False
-    for needed in ["run_autograder", "setup.sh", "requirements.txt", "autograder/engine/command.py",
-                   "autograder/engine/sandbox.py", "autograder/otter/run_gradescope.py",
-                   "autograder/otter/plugin.py", "autograder/otter/engine_bridge.py", "grading_tests/conftest.py",
+    for needed in ["run_autograder", "setup.sh", "requirements.txt", "grader/run/command.py",
+                   "grader/run/sandbox.py", "grader/gradescope/run_gradescope.py",
+                   "grader/gradescope/plugin.py", "grader/gradescope/engine_bridge.py", "grading_tests/conftest.py",
                    f"files/{packaging.NOTEBOOK_NAME}"]:
         assert needed in listed, needed
     # Of assignment/ only the resolved spec, of student/ only the handout's own package file (public).
@@ -159,14 +159,14 @@ def test_autograder_zip_carries_runner_plugin_engine_and_hidden_suite(dist):
 
 
 def test_import_closure_catches_a_module_left_out():
-    files = [f for f in packaging.shipped_files() if f != "autograder/engine/isolation.py"]
+    files = [f for f in packaging.shipped_files() if f != "grader/contain/isolation.py"]
     problems = closure.missing_imports(REPO, files, packaging.OUR_PACKAGES)
-    assert any("autograder.engine.isolation" in p for p in problems), problems
+    assert any("grader.contain.isolation" in p for p in problems), problems
 
 
 def test_build_reports_a_missing_source(tmp_path, monkeypatch):
-    monkeypatch.setattr(packaging, "ENGINE_SOURCES", (*packaging.ENGINE_SOURCES, "autograder/engine/missing.py"))
-    with pytest.raises(packaging.BuildError, match=r"missing autograder/engine/missing\.py"):
+    monkeypatch.setattr(packaging, "SHIPPED_SOURCES", (*packaging.SHIPPED_SOURCES, "grader/missing.py"))
+    with pytest.raises(packaging.BuildError, match=r"missing grader/missing\.py"):
         packaging.build_autograder_zip(tmp_path / "autograder.zip")
 
 

@@ -5,10 +5,10 @@ import csv
 import datetime
 import json
 
-from autograder.engine import changes, recorded
-from autograder.engine.limits import Limits
-from autograder.engine.submissions import _field
 from autograder.reports import recorded_scores
+from grader.contain.limits import Limits
+from grader.run import changes, recorded
+from grader.run.submissions import _field
 
 
 def results(folder, slug, verdicts: dict[str, str]):

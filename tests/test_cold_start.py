@@ -16,15 +16,15 @@ import sys
 import pytest
 import torch
 
-from autograder.engine import messages
-from autograder.engine.client import SandboxGateway, SessionLog, uses_second_device
-from autograder.engine.executor import vector_jacobian
-from autograder.engine.limits import Limits
-from autograder.engine.trusted import _SecondDeviceLast
-from autograder.gateway import CallOptions, ModuleSpec, StudentError
-from autograder.paths import REPO
-from autograder.scoring import entry_test
-from autograder.suite import GradingPlugin
+from grader.contain.limits import Limits
+from grader.gateway import CallOptions, ModuleSpec, StudentError
+from grader.gateway.client import SandboxGateway, SessionLog, uses_second_device
+from grader.paths import REPO
+from grader.run.trusted import _SecondDeviceLast
+from grader.scoring import entry_test
+from grader.suite import GradingPlugin
+from grader.wire import messages
+from grader.wire.executor import vector_jacobian
 from tests.fake_sandbox import FakeSpawner
 from tests.patience import SAFETY_NET_S
 
@@ -55,8 +55,8 @@ def test_the_common_grading_paths_leave_torchs_symbolic_shapes_unloaded():
     second in every grading process); the engine's warm-up, gradients and the suite's shape helper do not."""
     probe = (
         "import sys, torch\n"
-        "from autograder.engine import sandbox\n"
-        "from autograder.engine.executor import vector_jacobian\n"
+        "from grader.run import sandbox\n"
+        "from grader.wire.executor import vector_jacobian\n"
         "from grading_tests.test_part2_masking import attention_shapes\n"
         "sandbox.warm_up()\n"
         "x = torch.ones(2, 3, requires_grad=True)\n"
@@ -168,7 +168,7 @@ def test_a_graded_call_seeds_dropout_as_torch_manual_seed_does_without_formattin
     the same dropout stream and formats none (the control: torch.manual_seed does, here)."""
     import traceback
 
-    from autograder.engine.executor import seed_random
+    from grader.wire.executor import seed_random
     formatted = []
     monkeypatch.setattr(traceback, "format_stack", lambda *a, **k: formatted.append(1) or [])
     x = torch.ones(64, 64)

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from autograder.scoring import tags
+from grader.scoring import tags
 from tests import contract_sentences as cs
 from tests import contract_table as ct
 

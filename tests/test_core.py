@@ -9,9 +9,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from autograder import derived
-from autograder.paths import STUDENT_DIR
 from autograder.samples import write_submission
 from autograder.stubs import GRADED_MODULES, stub_source
+from grader.paths import STUDENT_DIR
 from student.parts import PARTS
 from tests.patience import SAFETY_NET_S
 

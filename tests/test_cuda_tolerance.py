@@ -14,9 +14,9 @@ import xml.etree.ElementTree as ET
 import pytest
 import torch
 
-from autograder.local_gateway import LocalGateway
 from autograder.samples import edited_reference, write_submission
 from autograder.zoo.variants import VARIANTS
+from grader.gateway.local import LocalGateway
 from grading_tests import lowp_tolerance as lowp
 from grading_tests import oracle
 from grading_tests.tolerance import Tolerance, floor_tolerance
@@ -228,10 +228,10 @@ def test_the_grading_code_leaves_torchs_accelerator_alone_until_the_emulated_dev
     every CUDA backward fails an internal assert (seen on an H100): importing the suite's code and the engine's
     must not register the emulated device; only a process that grades on it (a sandbox, LocalGateway without a
     GPU) does."""
-    probe = ("import torch, grading_tests.placement, grading_tests.lowp_tolerance, autograder.local_gateway, "
-             "autograder.engine.client, autograder.engine.trusted; "
+    probe = ("import torch, grading_tests.placement, grading_tests.lowp_tolerance, grader.gateway.local, "
+             "grader.gateway.client, grader.run.trusted; "
              "print(torch.accelerator.current_accelerator()); "
-             "from autograder.engine import emulated; emulated.device(); "
+             "from grader.wire import emulated; emulated.device(); "
              "print(torch.accelerator.current_accelerator())")
     lines = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                            timeout=SAFETY_NET_S).stdout.split()

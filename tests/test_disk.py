@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from autograder.engine import disk
-from autograder.paths import REPO
 from autograder.samples import write_submission
+from grader.contain import disk
+from grader.paths import REPO
 from tests.patience import SAFETY_NET_S
 from tests.test_engine_isolation import deny_namespaces_and_landlock
 
@@ -48,8 +48,8 @@ open(os.path.join(os.environ["HOME"], "all-written"), "w").close()
 
 GRADE = '''
 import sys
-from autograder.engine import batch
-from autograder.engine.limits import Limits
+from grader.run import batch
+from grader.contain.limits import Limits
 limit = 32 << 20 if sys.argv[3] == "on" else 1 << 40   # off: a limit nothing reaches
 batch.grade_all([sys.argv[1]], sys.argv[2], workers=1, limits=Limits(scratch_bytes=limit))
 '''

@@ -1,4 +1,4 @@
-"""The emulated second device (autograder/engine/emulated.py) against the CPU, operator by operator: what correct
+"""The emulated second device (grader/wire/emulated.py) against the CPU, operator by operator: what correct
 code written for a GPU calls must run there, give the CPU's values, and land on the device asked for.
 
 The catalogue holds every public torch function whose documentation takes a `device` (found from torch itself, so
@@ -17,8 +17,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.engine import emulated
-from autograder.paths import REPO
+from grader.paths import REPO
+from grader.wire import emulated
 from tests.patience import SAFETY_NET_S
 
 DEVICE = emulated.NAME
@@ -206,8 +206,8 @@ def test_a_generator_of_the_emulated_device_says_so_and_every_generator_is_still
 
 WITHOUT_FALLBACK = """
 import torch
-from autograder.engine import emulated
-from autograder.paths import REPO
+from grader.wire import emulated
+from grader.paths import REPO
 from tests.patience import SAFETY_NET_S
 torch.library.Library.fallback = lambda *args, **kwargs: None   # the defence switched off
 emulated.install()

@@ -33,9 +33,9 @@ from autograder.adversarial import (
     verify,
     write_adversarial_zoo,
 )
-from autograder.engine import isolation
-from autograder.paths import REPO
-from autograder.scoring import PART_POINTS
+from grader.contain import isolation
+from grader.paths import REPO
+from grader.scoring import PART_POINTS
 from tests import grading_command
 from tests.patience import SAFETY_NET_S
 

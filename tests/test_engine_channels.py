@@ -20,13 +20,15 @@ import tempfile
 import pytest
 
 from autograder.adversarial import channels
-from autograder.engine import gradebook, messages, protocol, sanitize, submissions
-from autograder.engine.client import SessionLog
-from autograder.engine.files import atomic_write
-from autograder.engine.limits import Limits
-from autograder.engine.outcome import Outcome
-from autograder.paths import REPO
 from autograder.samples import write_submission
+from grader import sanitize
+from grader.contain.limits import Limits
+from grader.gateway.client import SessionLog
+from grader.paths import REPO
+from grader.run import gradebook, submissions
+from grader.run.files import atomic_write
+from grader.run.outcome import Outcome
+from grader.wire import messages, protocol
 from tests.fake_sandbox import FakeSpawner, failing_call
 from tests.grading_command import grade
 from tests.patience import SAFETY_NET_S
@@ -73,7 +75,7 @@ def test_a_forked_copy_of_the_grader_shows_its_environment_in_proc(tmp_path):
 
 
 def test_the_template_is_a_fresh_program_with_none_of_the_graders_environment():
-    from autograder.engine import pool
+    from grader.run import pool
     assert set(pool.template_environment()) <= {"PATH", "LANG", *pool.NO_GPU, *pool.KEPT_VARIABLES}
     assert "--out" not in pool.BOOT and "--workers" not in pool.BOOT
 
@@ -205,7 +207,7 @@ def test_a_file_opened_by_the_library_is_not_the_students_escape_attempt(tmp_pat
                                        "    open('/etc/hostname').close()\n")
     (library / "torchish.py").write_text("def run():\n    open('/etc/hostname').close()\n")
     probe = (f"import sys, torch; sys.dont_write_bytecode = True; sys.path[:0] = [{str(student)!r}, {str(library)!r}]\n"
-             "from autograder.engine.tripwires import Tripwires\n"
+             "from grader.contain.tripwires import Tripwires\n"
              f"wires = Tripwires({str(student)!r}, [], {{}}); wires.install()\n"
              "import torchish; torchish.run(); print('library:', wires.drain())\n"
              "import attack; attack.run(); print('student:', wires.drain())\n")

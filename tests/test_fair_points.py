@@ -14,10 +14,10 @@ import warnings
 import pytest
 import torch
 
-from autograder.local_gateway import LocalGateway
 from autograder.samples import edited_reference, write_submission
 from autograder.zoo.bugs import BUGS
 from autograder.zoo.variants import VARIANTS
+from grader.gateway.local import LocalGateway
 from grading_tests import gates, second_opinions
 
 ZOO = {sample.name: sample.overrides for sample in BUGS + VARIANTS}

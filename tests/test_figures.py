@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from autograder.paths import REPO
+from grader.paths import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import figures

@@ -12,9 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from assignment.spec import SPEC
-from autograder.otter import gradescope_schema, gradescope_view, harness, packaging, run_gradescope
+from autograder.otter import harness, packaging
 from autograder.samples import write_submission
-from autograder.scoring import NOT_RUN_SHOWN, NOT_RUN_TITLE, PART_POINTS
+from grader.gradescope import gradescope_schema, gradescope_view, run_gradescope
+from grader.scoring import NOT_RUN_SHOWN, NOT_RUN_TITLE, PART_POINTS
 from tests.patience import SAFETY_NET_S
 
 pytestmark = pytest.mark.slow
@@ -168,7 +169,7 @@ def test_an_engine_failure_tells_the_student_it_is_not_their_fault(files, dist, 
     with zipfile.ZipFile(dist / "autograder.zip") as source, zipfile.ZipFile(broken, "w") as target:
         for item in source.infolist():
             data = source.read(item)
-            if item.filename == "autograder/engine/command.py":
+            if item.filename == "grader/run/command.py":
                 data = b"import sys\nprint('engine exploded')\nsys.exit(3)\n"
             target.writestr(item, data)
     run = harness.run(broken, files["stubs"], tmp_path / "run")

@@ -10,7 +10,7 @@ import zipfile
 import pytest
 
 from autograder.otter import image, packaging
-from autograder.paths import REPO
+from grader.paths import REPO
 
 TORCH_PIN = re.search(r"^torch==([\w.]+)$", (REPO / "requirements.txt").read_text(), re.M).group(1)
 APT_ALLOWED = {"python3.11", "python3.11-venv"}
@@ -112,8 +112,8 @@ def test_the_requirements_check_catches_a_package_grading_does_not_import(shippe
 
 
 def test_a_new_import_fails_the_build_until_it_is_pinned():
-    with pytest.raises(image.ImageError, match=r"pandas \(in autograder/engine/x\.py\)"):
-        image.needed_modules({"torch": ["grading_tests/oracle.py"], "pandas": ["autograder/engine/x.py"]})
+    with pytest.raises(image.ImageError, match=r"pandas \(in grader/run/x\.py\)"):
+        image.needed_modules({"torch": ["grading_tests/oracle.py"], "pandas": ["grader/run/x.py"]})
     assert image.needed_modules({"otter": list(image.OTTER_RUN_ONLY)}) == list(image.ALSO_NEEDED)
     with pytest.raises(image.ImageError, match="pins no exact version of torch"):
         image.requirements(["torch"], ["torch>=2"])
@@ -123,6 +123,6 @@ def test_run_autograder_starts_the_gradescope_runner_with_the_image_python(shipp
     script = shipped.read("run_autograder").decode()
     assert script.startswith("#!/usr/bin/env bash\n")
     assert f"${{{image.PYTHON_OVERRIDE}:-{image.VENV}/bin/python}}" in script
-    assert "-m autograder.otter.run_gradescope" in script and not FORBIDDEN.search(script)
+    assert "-m grader.gradescope.run_gradescope" in script and not FORBIDDEN.search(script)
     for name in ("setup.sh", "run_autograder"):
         assert (shipped.getinfo(name).external_attr >> 16) & 0o111 == 0o111, f"{name} is not executable"

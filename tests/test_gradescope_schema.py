@@ -9,7 +9,8 @@ from otter.test_files import GradingResults, abstract_test
 from otter.test_files.ok_test import OKTestFile
 
 from assignment.spec import SPEC, Spec, load
-from autograder.otter import config, gradescope_schema, gradescope_view, run_gradescope
+from autograder.otter import config
+from grader.gradescope import gradescope_schema, gradescope_view, run_gradescope
 
 GOOD = {
     "score": 3.0, "execution_time": 4.2, "output": "Graded.", "visibility": "after_published",

@@ -10,9 +10,9 @@ import re
 import pytest
 
 from autograder import selfcheck
-from autograder.scoring import NOT_RUN_TITLE, PART_POINTS
 from autograder.zoo.bugs import BUGS
 from autograder.zoo.variants import VARIANTS
+from grader.scoring import NOT_RUN_TITLE, PART_POINTS
 from tests.suite_runner import grade_folder, part_scores
 
 REFERENCE, STUBS = "reference", "stubs"

@@ -18,8 +18,8 @@ import zipfile
 import pytest
 
 from autograder.otter import harness
-from autograder.paths import REPO
 from autograder.samples import write_submission
+from grader.paths import REPO
 from tests.patience import SAFETY_NET_S
 from tests.repository_copy import append, command, edit, part_table, repository_copy, results_of, selfcheck
 
@@ -129,7 +129,7 @@ def test_recipe_show_part_1_at_once_and_the_rest_after_publication(recipes, tmp_
 def test_recipe_set_gradescopes_per_call_timeout(recipes):
     copy, _generated, _checked, _refused = recipes
     source = copy / "out" / "selfcheck" / "autograder-source"   # autograder.zip, unpacked by the self-check
-    probe = "from autograder.engine.limits import Limits; print(Limits().call_timeout)"
+    probe = "from grader.contain.limits import Limits; print(Limits().call_timeout)"
     limit = subprocess.run([sys.executable, "-c", probe], cwd=source, capture_output=True, text=True,
                            timeout=SAFETY_NET_S,
                            env={**os.environ, "PYTHONPATH": str(source)})

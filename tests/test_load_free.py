@@ -1,4 +1,4 @@
-"""The load-free clock (autograder/engine/load_free.py): wall-clock time a busy machine cannot stretch."""
+"""The load-free clock (grader/contain/load_free.py): wall-clock time a busy machine cannot stretch."""
 from __future__ import annotations
 
 import os
@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from autograder.engine import processes
-from autograder.engine.load_free import LoadFreeClock
+from grader.contain import processes
+from grader.contain.load_free import LoadFreeClock
 from tests.busy_machine import busy_cpu, reports_run_delay
 from tests.fake_sandbox import spin_cpu_seconds
 

@@ -19,9 +19,9 @@ import pytest
 
 from autograder.adversarial import memory, read_rows, result_files, verify
 from autograder.adversarial.base import Context
-from autograder.engine import isolation, memcg, processes
-from autograder.paths import REPO
 from autograder.samples import write_submission
+from grader.contain import isolation, memcg, processes
+from grader.paths import REPO
 from tests.grading_command import grade
 from tests.patience import SAFETY_NET_S
 
@@ -161,7 +161,7 @@ def test_a_sandbox_without_its_group_refuses_to_start():
 
 @needs_memcg
 def test_a_run_leaves_no_group_behind_when_its_process_ends():
-    code = ("import tempfile; from autograder.engine import isolation; "
+    code = ("import tempfile; from grader.contain import isolation; "
             "print(isolation.probe(tempfile.mkdtemp()).memory_group)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S)
     group = proc.stdout.strip()
@@ -228,9 +228,10 @@ def test_no_memory_cgroup_is_left_after_the_runs(graded):
 
 WORKER = """\
 import os, sys, tempfile
-from autograder.engine import isolation, memcg, worker
-from autograder.engine.limits import Limits
-from autograder.engine.run_settings import Settings
+from grader.contain import isolation, memcg
+from grader.run import worker
+from grader.contain.limits import Limits
+from grader.run.run_settings import Settings
 sandbox_root, trusted_root = tempfile.mkdtemp(), tempfile.mkdtemp()
 os.chmod(sandbox_root, 0o711)
 plan = isolation.probe(sandbox_root)

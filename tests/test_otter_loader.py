@@ -27,12 +27,12 @@ def fake_layout(root, plugin_source: str | None):
 def test_the_config_names_the_loader_and_the_loader_is_installed():
     module, name = config.LOADER_PLUGIN.rsplit(".", 1)
     assert module == loader.__name__ and hasattr(loader, name)
-    assert loader.PLUGIN_MODULE == "autograder.otter.plugin"
+    assert loader.PLUGIN_MODULE == "grader.gradescope.plugin"
 
 
 def test_a_zip_without_the_plugin_is_refused(tmp_path):
     notebook = fake_layout(tmp_path, None)
-    with pytest.raises(loader.LoaderError, match=r"holds no autograder\.otter\.plugin"):
+    with pytest.raises(loader.LoaderError, match=r"holds no grader\.gradescope\.plugin"):
         loader.EngineGradingPlugin(str(notebook), {}, {})
 
 

@@ -12,11 +12,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from autograder.otter import engine_bridge, gradescope_view, harness
-from autograder.paths import REPO
+from autograder.otter import harness
 from autograder.samples import write_submission
-from autograder.scoring import error_results
 from autograder.zoo.bugs import BUGS
+from grader.gradescope import engine_bridge, gradescope_view
+from grader.paths import REPO
+from grader.scoring import error_results
 from tests.patience import SAFETY_NET_S
 
 BUG = next(bug for bug in BUGS if bug.name == "padding-mask-ignored")
@@ -241,12 +242,11 @@ def test_the_bridge_says_when_the_engine_is_missing_or_fails(tmp_path):
 
 
 def fake_engine(source: pathlib.Path, command: str) -> pathlib.Path:
-    """A source folder whose runtime batch command (autograder/engine/command.py) is `command`."""
-    engine = source / "autograder" / "engine"
-    engine.mkdir(parents=True)
-    (source / "autograder" / "__init__.py").write_text("")
-    (engine / "__init__.py").write_text("")
-    (engine / "command.py").write_text(command)
+    """A source folder whose runtime batch command (`python -m grader`: grader/__main__.py) is `command`."""
+    runtime = source / "grader"
+    runtime.mkdir(parents=True)
+    (runtime / "__init__.py").write_text("")
+    (runtime / "__main__.py").write_text(command)
     return source
 
 

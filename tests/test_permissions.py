@@ -1,4 +1,4 @@
-"""What a run as root closes to other users while its sandboxes run, and puts back (engine/permissions.py)."""
+"""What a run as root closes to other users while its sandboxes run, and puts back (grader/contain/permissions.py)."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from autograder.engine import permissions
+from grader.contain import permissions
 from tests.test_engine import as_root, grade
 
 
@@ -48,7 +48,7 @@ def test_the_first_of_two_runs_to_end_leaves_what_they_share_closed_for_the_othe
 
 def test_a_run_that_was_killed_has_its_modes_put_back_by_the_next(tmp_path):
     registry, shared = tmp_path / "registry.json", folder(tmp_path / "out", 0o775)
-    killed = subprocess.run([sys.executable, "-c", "import os, sys, pathlib; from autograder.engine import "
+    killed = subprocess.run([sys.executable, "-c", "import os, sys, pathlib; from grader.contain import "
                              "permissions; permissions.Closing.begin([sys.argv[1]], pathlib.Path(sys.argv[2]))",
                              str(shared), str(registry)], cwd=os.getcwd(), check=True)   # ends without end()
     assert killed.returncode == 0 and mode_of(shared) == 0o770

@@ -1,4 +1,4 @@
-"""A fused path's output must come from its SDPA call (autograder/provenance.py), decided from the numbers.
+"""A fused path's output must come from its SDPA call (grader/gateway/provenance.py), decided from the numbers.
 
 Every fused-path call runs with what F.scaled_dot_product_attention returns multiplied by a mark the trusted side
 draws, and the mark is taken out before the test sees the result: an honest path comes out as it would unmarked (to
@@ -9,12 +9,11 @@ import sys
 import pytest
 import torch
 
-from autograder import provenance
-from autograder.engine import executor
-from autograder.gateway import CallOptions, ModuleSpec
-from autograder.local_gateway import LocalGateway
 from autograder.samples import write_submission
 from autograder.zoo.bugs import BUGS
+from grader.gateway import CallOptions, ModuleSpec, provenance
+from grader.gateway.local import LocalGateway
+from grader.wire import executor
 from grading_tests import test_part6_parity
 from grading_tests.module_checks import case_inputs
 

@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from autograder.engine import batch, submissions
 from autograder.samples import write_submission
+from grader.run import batch, submissions
 from tests import grading_command
 
 

@@ -1,11 +1,11 @@
-"""autograder/scoring.py and the suite's points recorder (autograder/suite.py), without running any submission."""
+"""grader/scoring.py and the suite's points recorder (grader/suite.py), without running any submission."""
 from types import SimpleNamespace
 
 import pytest
 
-from autograder import suite
-from autograder.otter import gradescope_schema
-from autograder.scoring import (
+from grader import suite
+from grader.gradescope import gradescope_schema
+from grader.scoring import (
     MESSAGE_LIMIT,
     NOT_RUN_SHOWN,
     NOT_RUN_TITLE,

@@ -1,4 +1,4 @@
-"""The seccomp layer (autograder/engine/seccomp.py): each rule refuses what it names, in a child that installs the
+"""The seccomp layer (grader/contain/seccomp.py): each rule refuses what it names, in a child that installs the
 filter, and nothing else a box needs; the same calls without the filter succeed (the defence off)."""
 import ctypes
 import errno
@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from autograder.engine import kernel, seccomp
+from grader.contain import kernel, seccomp
 
 pytestmark = pytest.mark.skipif(platform.machine() not in seccomp.ARCHITECTURES,
                                 reason="the engine's filter knows x86_64's system calls only")

@@ -9,9 +9,9 @@ import pytest
 
 from autograder import selfcheck
 from autograder.otter import leaks, packaging
-from autograder.paths import REPO
 from autograder.samples import reference_source
 from autograder.zoo.bugs import BUGS
+from grader.paths import REPO
 from tests.patience import SAFETY_NET_S
 
 

@@ -7,10 +7,10 @@ import sys
 import pytest
 
 from autograder.adversarial import read_rows
-from autograder.engine import submissions
-from autograder.paths import REPO
 from autograder.samples import write_submission
 from autograder.zoo.bugs import BUGS
+from grader.paths import REPO
+from grader.run import submissions
 
 SAFETY_NET_S = 600   # a net for a hung run, never a budget: the suite passes at any load
 CLASS = {"reference": None, "stubs": False, **{bug.name: bug.overrides for bug in BUGS[:4]}}

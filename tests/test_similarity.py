@@ -18,11 +18,11 @@ import pytest
 
 from autograder.cohort import hands
 from autograder.cohort.disguise import disguise
-from autograder.engine import submissions
-from autograder.paths import REPO
 from autograder.reports import similarity
 from autograder.samples import reference_source, write_submission
 from autograder.stubs import GRADED_MODULES
+from grader.paths import REPO
+from grader.run import submissions
 from tests.patience import SAFETY_NET_S
 
 
@@ -194,7 +194,7 @@ def run_engine(root: pathlib.Path, folder: pathlib.Path, out: pathlib.Path) -> d
     """similarity.write of the engine under root on the submissions in folder, in a fresh Python: what it
     imported and which pairs it flagged."""
     script = ("import json, sys\n"
-              "from autograder.engine import submissions\n"
+              "from grader.run import submissions\n"
               "from autograder.reports import similarity\n"
               f"pairs = similarity.write(__import__('pathlib').Path({str(out)!r}), "
               f"submissions.discover([{str(folder)!r}]))\n"

@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from autograder import source_rules
-from autograder.local_gateway import LocalGateway
-from autograder.paths import REPO
 from autograder.samples import write_submission
 from autograder.zoo.bugs import BUGS
+from grader.gateway import source_rules
+from grader.gateway.local import LocalGateway
+from grader.paths import REPO
 
 UNWATCHED = next(bug for bug in BUGS if bug.name == "manual-sdpa-behind-switched-off-watches")
 HONEST_MODES = '''"""Uses of torch's modes that hide nothing (written as a careful student did, from the handout alone).
@@ -100,7 +100,7 @@ def test_the_parts_charged_are_those_that_run_the_file():
 def _manual_module_call():
     import torch
 
-    from autograder.gateway import ModuleSpec
+    from grader.gateway import ModuleSpec
     from grading_tests import oracle
     return ModuleSpec(init_kwargs={"embed_dim": 4, "num_heads": 2}, state_dict=oracle.random_state(4, True, 1),
                       forward_kwargs={"x": torch.randn(2, 3, 4)})

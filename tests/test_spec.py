@@ -12,10 +12,11 @@ import pytest
 import student
 from assignment.spec import SPEC, SPEC_FILE, SpecError, load
 from autograder import derived
-from autograder.engine import executor, gradebook
-from autograder.paths import REPO
-from autograder.scoring import PART_POINTS, PART_TITLES, parts_using
 from autograder.stubs import GRADED_MODULES
+from grader.paths import REPO
+from grader.run import gradebook
+from grader.scoring import PART_POINTS, PART_TITLES, parts_using
+from grader.wire import executor
 from student.parts import PARTS
 
 PACKAGES = ("assignment", "autograder", "grading_tests", "student")
@@ -180,8 +181,8 @@ def test_the_consistency_check_knows_every_public_name_of_the_gateway():
     """A hidden test may use the gateway's own names on `student` (student.run_module, student.second_device):
     consistency.GATEWAY_NAMES must list each, or the self-check calls them undeclared graded functions."""
     from autograder import consistency
-    from autograder.gateway import Gateway
-    from autograder.local_gateway import LocalGateway
+    from grader.gateway import Gateway
+    from grader.gateway.local import LocalGateway
     public = {name for name in [*dir(Gateway), *vars(LocalGateway(None))] if not name.startswith("_")}
     public -= {"note_path", "close", "student", "unloadable", "import_error", "stopped", "note_source",
                "hiding", "hiding_parts", "ignoring", "fused_tests"}   # not for the hidden tests
@@ -193,7 +194,7 @@ def test_given_code_that_still_says_how_the_grader_checks_it_is_named():
     import dataclasses
 
     from autograder import consistency
-    from autograder.paths import STUDENT_DIR
+    from grader.paths import STUDENT_DIR
     files = {"assignment/reference/multihead.py": (STUDENT_DIR / "multihead.py").read_text()}
     assert consistency.student_view_problems(files, SPEC) == []
     without_6 = dataclasses.replace(SPEC, parts=tuple(part for part in SPEC.parts if part.number != 6))

@@ -8,10 +8,10 @@ import zipfile
 import nbformat
 import pytest
 
-from autograder.otter import engine_bridge
-from autograder.paths import REPO
 from autograder.samples import write_submission
 from autograder.stubs import GRADED_MODULES, generated_stubs
+from grader.gradescope import engine_bridge
+from grader.paths import REPO
 from student.submit import DEFAULT_ZIP, unimplemented
 from tests.patience import SAFETY_NET_S
 

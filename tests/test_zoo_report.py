@@ -5,9 +5,9 @@ import sys
 import pytest
 
 from autograder import selfcheck, zoo_report
-from autograder.paths import REPO
-from autograder.scoring import TestOutcome, gradescope_results, score_outcomes
 from autograder.zoo.bugs import BUGS
+from grader.paths import REPO
+from grader.scoring import TestOutcome, gradescope_results, score_outcomes
 from tests.patience import SAFETY_NET_S
 
 

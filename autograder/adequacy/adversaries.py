@@ -34,8 +34,8 @@ import tempfile
 from dataclasses import dataclass
 
 from assignment.spec import SPEC, Spec
-from autograder.paths import REFERENCE_DIR, REPO
 from autograder.samples import write_submission
+from grader.paths import REFERENCE_DIR, REPO
 
 STRATEGIES = ("random", "zeros", "ones", "pattern", "meta", "memo", "other-inputs", "lookup")
 FLOOR = 3.0

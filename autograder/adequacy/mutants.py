@@ -21,8 +21,8 @@ from mutmut.mutation.mutators import mutation_operators
 from mutmut.mutation.pragma_handling import IgnoredCode
 
 from assignment.spec import SPEC, Spec
-from autograder.paths import REFERENCE_DIR
 from autograder.stubs import solution_blocks
+from grader.paths import REFERENCE_DIR
 
 
 @dataclass(frozen=True)

@@ -30,11 +30,11 @@ from autograder.adequacy import adversaries, styles
 from autograder.adequacy.adversaries import FLOOR, Generated
 from autograder.adequacy.equivalent import EQUIVALENT, GRADED_LATER
 from autograder.adequacy.mutants import Mutant, mutants
-from autograder.otter import engine_bridge
-from autograder.paths import REPO
 from autograder.samples import write_submission
 from autograder.selfcheck import FULL_MARKS, read_results
 from autograder.zoo_report import radius
+from grader.gradescope import engine_bridge
+from grader.paths import REPO
 
 DEFAULT_OUT = REPO / "out" / "adequacy"
 

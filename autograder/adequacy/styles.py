@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from assignment.spec import SPEC, Spec
 from autograder.adequacy.adversaries import Generated
-from autograder.paths import REFERENCE_DIR
 from autograder.samples import write_submission
+from grader.paths import REFERENCE_DIR
 
 RUNTIME = pathlib.Path(__file__).parent / "runtime" / "style.py"
 _RETURNS_BOOL = re.compile(r"Returns:\s*\n\s*bool\b")

@@ -12,8 +12,8 @@ import textwrap
 
 from autograder.adversarial.base import Context, Entry
 from autograder.adversarial.expectations import Expectation
-from autograder.paths import STUDENT_DIR
 from autograder.samples import reference_source, write_submission
+from grader.paths import STUDENT_DIR
 
 SLEEPER = ("/bin/sleep", "4242.4242")   # what the fork bomb's detached children run
 WRAPPER = '''

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from assignment.spec import SPEC
 from autograder.adversarial.expectations import Expectation
-from autograder.paths import REPO, STUDENT_DIR
+from grader.paths import REPO, STUDENT_DIR
 
 PAYLOADS = pathlib.Path(__file__).resolve().parent / "payloads"
 

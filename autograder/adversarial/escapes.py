@@ -30,8 +30,8 @@ import zlib
 from autograder.adversarial import abuse
 from autograder.adversarial.base import Context, Entry, payload, stub_init
 from autograder.adversarial.expectations import Expectation
-from autograder.paths import REPO, STUDENT_DIR
 from autograder.samples import edited_reference, reference_source, write_submission
+from grader.paths import REPO, STUDENT_DIR
 
 RUN_AT_IMPORT = "\nfrom ._attack import run as _run_attack\n\n_run_attack()\n"
 HOG_MARK = "autograder-hog-of-a-submission"
@@ -186,7 +186,7 @@ def entries(context: Context) -> list[Entry]:
         Entry(Expectation("cheat-sdpa-output-thrown-away", "cheat", "graded",
                           "the fused path computed by hand, with SDPA called on a slice whose output it throws away, "
                           "so the watch sees the call: its output ignores the marks the grader puts on SDPA's output "
-                          "(autograder/provenance.py), so it earns what the path that never calls SDPA earns",
+                          "(grader/gateway/provenance.py), so it earns what the path that never calls SDPA earns",
                           no_better_than="bug-fused-path-is-manual", flag="does not come from its F.scaled_dot"),
               lambda dest, _c: write_submission(dest, overrides=_zoo_bug("fused-sdpa-output-thrown-away"))),
         Entry(Expectation("cheat-sdpa-hidden-from-the-watch", "cheat", "graded",

@@ -7,9 +7,9 @@ import os
 import pathlib
 from dataclasses import dataclass
 
-from autograder.engine import isolation
-from autograder.engine.sanitize import FORMULA_STARTS
-from autograder.scoring import PART_POINTS
+from grader.contain import isolation
+from grader.sanitize import FORMULA_STARTS
+from grader.scoring import PART_POINTS
 
 PARTS = tuple(PART_POINTS)
 EPSILON = 1e-6

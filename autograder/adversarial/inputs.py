@@ -9,8 +9,8 @@ import zipfile
 
 from autograder.adversarial.base import Context, Entry
 from autograder.adversarial.expectations import Expectation
-from autograder.paths import REFERENCE_DIR
 from autograder.samples import write_submission
+from grader.paths import REFERENCE_DIR
 
 BOMB_BYTES = 200 << 20      # one entry that inflates to 200 MiB (stored in about 200 KiB)
 MANY_FILES = 5000

@@ -1,6 +1,6 @@
 """What a set of shipped files imports: our own modules left out, and third-party packages.
 
-    missing_imports(root, files, packages) -> ["autograder/engine/batch.py imports autograder.x (not shipped)", ...]
+    missing_imports(root, files, packages) -> ["grader/run/batch.py imports autograder.x (not shipped)", ...]
     third_party_imports(root, files, packages) -> {"torch": ["grading_tests/oracle.py", ...], ...}
 
 autograder.zip carries a hand-picked part of the repository; an import of a module left out would

@@ -104,7 +104,7 @@ def main(argv=None) -> int:
                          f"writes, or the .py files one by one as a student could upload them)")
         if not path.is_file():
             parser.error(f"{path}: no such file")
-    from autograder.otter import gradescope_schema
+    from grader.gradescope import gradescope_schema
 
     with tempfile.TemporaryDirectory(prefix="gradescope-harness-") as scratch:
         outcome = run(args.autograder_zip, args.submission, args.keep or scratch)

@@ -15,8 +15,8 @@ import pathlib
 import re
 import zipfile
 
-from autograder.paths import GRADING_DIR, REFERENCE_DIR, REPO
 from autograder.stubs import BEGIN, END, solution_blocks
+from grader.paths import GRADING_DIR, REFERENCE_DIR, REPO
 
 PUBLIC_TESTS_DIR = REPO / "student" / "tests"
 # A solution line shorter than this (`return x`, `S = L`) says nothing about the solution.
@@ -96,7 +96,7 @@ def find_leaks(zip_path) -> list[str]:
     with zipfile.ZipFile(zip_path) as zf:
         for name in zf.namelist():
             top = name.split("/", 1)[0]
-            if top in ("grading_tests", "assignment", "autograder"):
+            if top in ("grading_tests", "assignment", "grader", "autograder"):
                 findings.append(f"{name}: instructor-only folder {top}/ in the handout")
             data = zf.read(name)
             if data in contents:

@@ -4,7 +4,7 @@
                                             (the spec's parts only; no Otter question with its own tests)
     build_handout(zip_path, notebook, spec) student/ (stubs, the public checks of the spec's parts) + notebook
                                             + README + bench.py + requirements.txt (what the handout imports)
-    build_autograder_zip(zip_path, spec)    engine, hidden suite, the resolved spec, otter_config.json,
+    build_autograder_zip(zip_path, spec)    grader/ (the runtime), hidden suite, the resolved spec, otter_config.json,
                                             setup.sh and run_autograder for Gradescope's image (image.py)
 
 The handout is assembled from an allow-list of what students need, and every file the spec derives
@@ -29,7 +29,7 @@ import zipfile
 from assignment.spec import SPEC, Spec
 from autograder import derived
 from autograder.otter import closure, config, image, master
-from autograder.paths import MASTER_NOTEBOOK, REPO, STUDENT_DIR
+from grader.paths import MASTER_NOTEBOOK, REPO, STUDENT_DIR
 
 NOTEBOOK_NAME = MASTER_NOTEBOOK.name
 REQUIREMENTS = REPO / "requirements.txt"
@@ -37,21 +37,13 @@ PYPI_REQUIREMENTS = "requirements-pypi.txt"   # the handout's fallback where PyT
 # PyTorch's CPU wheels; without this index pip on Linux installs the multi-GB CUDA build.
 CPU_INDEX = image.CPU_INDEX
 
-# What of the repository goes into autograder.zip, at its top (the working folder of run_gradescope).
-# (Not autograder/__main__.py: it dispatches the instructor's commands, none of which ships; the runtime's own
-# command is autograder/engine/command.py.)
-AUTOGRADER_SOURCES = ("autograder/__init__.py", "autograder/paths.py",
-                      "autograder/gateway.py", "autograder/local_gateway.py", "autograder/scoring.py",
-                      "autograder/suite.py", "autograder/source_rules.py", "autograder/provenance.py",
-                      "autograder/otter/__init__.py", "autograder/otter/plugin.py", "autograder/otter/engine_bridge.py",
-                      "assignment/spec.py", "grading_tests")
+# What of the repository goes into autograder.zip, at its top (the working folder of run_gradescope): the runtime
+# package whole (grader/, which never imports these tools: an import-linter contract), the hidden suite, the spec's
+# module, and the handout's package file, which a flat upload of the graded modules is graded with. Nothing is
+# listed module by module: what grader/ holds ships.
+SHIPPED_SOURCES = ("grader", "grading_tests", "assignment/spec.py", "student/__init__.py")
 SPEC_NAME = "assignment/assignment.toml"   # written into autograder.zip from the resolved spec
-# student/__init__.py: the handout's package file, which a flat upload of the graded modules is graded with.
-ENGINE_SOURCES = ("autograder/engine", "student/__init__.py")
-# What grades on Gradescope without otter (run_autograder -> run_gradescope) and its config and schema.
-GRADESCOPE_SOURCES = ("autograder/otter/run_gradescope.py", "autograder/otter/config.py",
-                      "autograder/otter/gradescope_view.py", "autograder/otter/gradescope_schema.py")
-OUR_PACKAGES = ("assignment", "autograder", "grading_tests", "student")
+OUR_PACKAGES = ("assignment", "autograder", "grader", "grading_tests", "student")
 BYTECODE = ("__pycache__", "*.pyc")
 # The student package in the handout: everything in student/ except bytecode.
 HANDOUT_PACKAGE_SKIP = (*BYTECODE, ".pytest_cache", ".hypothesis")
@@ -229,7 +221,7 @@ def pypi_only(requirements: str) -> str:
 def shipped_files() -> list[str]:
     """Every repository file autograder.zip carries (posix paths); raises BuildError when one is
     missing or when a shipped module imports one of ours that is not shipped."""
-    sources = AUTOGRADER_SOURCES + GRADESCOPE_SOURCES + ENGINE_SOURCES
+    sources = SHIPPED_SOURCES
     missing = [source for source in sources if not (REPO / source).exists()]
     if missing:
         raise BuildError(f"cannot build autograder.zip: missing {', '.join(missing)}")
@@ -259,8 +251,8 @@ def build_autograder_zip(zip_path: pathlib.Path, otter_config_overrides: dict | 
                          spec: Spec = SPEC) -> pathlib.Path:
     """Gradescope's autograder.zip: setup.sh and run_autograder (autograder.otter.image), the image's
     requirements, the spec with the instructor's otter_config overrides resolved (assignment/assignment.toml,
-    what grading reads), otter_config.json (for `otter run`), and at the top, importable, our engine,
-    Gradescope runner, otter plugin and hidden suite."""
+    what grading reads), otter_config.json (for `otter run`), and at the top, importable, the runtime (grader/:
+    the engine, the Gradescope runner, the otter plugin) and the hidden suite."""
     files = shipped_files()
     try:
         spec, cosmetic = config.resolved(spec, otter_config_overrides)
@@ -279,7 +271,7 @@ def build_autograder_zip(zip_path: pathlib.Path, otter_config_overrides: dict | 
         # For `otter run` only: otter copies source/tests into the submission folder and fails when it
         # is absent, and it needs exactly one notebook in the submission to start, whatever the student
         # zipped (it copies source/files/* over the submission). Neither is graded.
-        _write(zf, "tests/README.md", "Otter's own tests are not used: autograder.otter.plugin grades.\n")
+        _write(zf, "tests/README.md", "Otter's own tests are not used: grader.gradescope.plugin grades.\n")
         _write(zf, f"files/{NOTEBOOK_NAME}", placeholder_notebook())
         for name in files:
             zf.write(REPO / name, name)

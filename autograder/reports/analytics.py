@@ -18,10 +18,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from autograder.engine.files import atomic_write
-from autograder.engine.sanitize import csv_cell
 from autograder.reports import chart
-from autograder.scoring import entry_part, entry_test
+from grader.run.files import atomic_write
+from grader.sanitize import csv_cell
+from grader.scoring import entry_part, entry_test
 
 NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?(?![\w.])")   # 3, 0.5, 1e-05; not float32
 SHOWN_REASONS = 3

@@ -18,8 +18,8 @@ import select
 import signal
 from dataclasses import dataclass
 
-from autograder.engine import processes
-from autograder.engine.load_free import LoadFreeClock
+from grader.contain import processes
+from grader.contain.load_free import LoadFreeClock
 
 MAX_RESULT_BYTES = 16 << 20
 

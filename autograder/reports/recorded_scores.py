@@ -9,8 +9,8 @@ import csv
 import io
 import pathlib
 
-from autograder.engine.files import atomic_write
-from autograder.engine.sanitize import csv_cell
+from grader.run.files import atomic_write
+from grader.sanitize import csv_cell
 
 SCORE_TOLERANCE = 0.005   # scores are written rounded to 4 places; Gradescope shows 2
 COLUMNS = ("submission", "submission_id", "students", "gradescope_score", "score", "difference", "status")

@@ -48,11 +48,11 @@ import tempfile
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from autograder.engine import submissions
-from autograder.engine.files import atomic_write
-from autograder.engine.sanitize import csv_cell, printable
-from autograder.paths import STUDENT_DIR
 from autograder.reports import bounded
+from grader.paths import STUDENT_DIR
+from grader.run import submissions
+from grader.run.files import atomic_write
+from grader.sanitize import csv_cell, printable
 
 if TYPE_CHECKING:
     import numpy as np

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pathlib
 
-from autograder.engine.files import atomic_write
 from autograder.reports import chart
-from autograder.scoring import PART_POINTS, PART_TITLES
+from grader.run.files import atomic_write
+from grader.scoring import PART_POINTS, PART_TITLES
 
 
 def write(out: pathlib.Path, rows: list[dict]) -> None:

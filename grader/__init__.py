@@ -1,0 +1,77 @@
+"""The runtime that grades (what autograder.zip ships whole): hidden tests in a trusted process, student code in a
+sandbox the kernel encloses.
+
+It stands in floors, imports running downward only (an import-linter contract in pyproject.toml):
+
+    run/  gradescope/      the processes of a batch; the Gradescope runtime (one submission, results.json)
+    suite.py               the hidden suite's pytest plugin: points, parts, the forbidden-call rule
+    gateway/               the one door to student code: Gateway, SandboxGateway (gateway/client.py), LocalGateway,
+                           the answers' checks (gateway/replies.py) and the rules' evidence (provenance, source_rules)
+    wire/  contain/        the frames and messages to a sandbox; the kernel's containment of it
+    scoring.py  sanitize.py  paths.py      shared leaves
+
+The instructor's tools (autograder/) import this package, never the reverse; the hidden suite imports gateway/.
+
+Processes (the shape of a zygote sandbox: a warm template, forked, locked down before untrusted code):
+- batch (the command, run/batch.py): probes the kernel's isolation layers (isolation.probe) while the
+  template imports torch, finds submissions, hands them out, writes the gradebook (run/gradebook.py;
+  text made safe by sanitize.py). It never imports torch.
+- template (run/pool.py): started (fork, then exec of a fresh Python with an environment of its own) before
+  the batch reads anything about the class, so no byte of the grader's environment or command line is in
+  it or in anything it forks; imports torch and warms it up; forks one worker per submission, so a
+  worker that dies costs only its own submission. Before the second worker it also loads pytest and
+  the emulated second device, so every later process starts warm.
+- worker (run/worker.py): unpacks one submission (run/submissions.py: no links, no bytecode, every oddity
+  an error row), forks its trusted process and, on request, sandboxes (the first one before it is
+  asked); when a sandbox ends it makes sure nothing of it is left.
+- trusted (run/trusted.py): runs pytest on grading_tests with SandboxGateway (gateway/client.py) as the
+  `student` fixture; times each call by the sandbox's CPU time; checks every answer (gateway/replies.py)
+  before a test sees it; has rlimits of its own (contain/limits.py); returns an Outcome (run/outcome.py).
+- sandbox (run/sandbox.py): applies the run's plan (contain/isolation.py, contain/kernel.py), says `locked` (or
+  `broken`, the engine's failure: only ever first, before any student code runs), waits until the trusted side
+  takes it over (`go`), imports the student's code, answers typed messages (wire/messages.py over
+  wire/protocol.py; each tensor in the layout the test gave it, wire/layout.py) by running wire/executor.py; its
+  tripwires (contain/tripwires.py) note escape attempts and tampering for the flags column, never for points.
+  A worker keeps sandboxes waiting, locked down and without student code, so that none is waited for:
+  in the first worker of a run one warms up the second device while the first serves the CPU tests,
+  and takes over at the first call on that device (the engine runs those tests last); one waits for
+  the suite's second opinions (start_afresh). The sandbox a new one replaces is killed first: no two
+  sandboxes of a submission run student code at the same time.
+
+Which layer stops what (contain/isolation.py says how each is applied):
+
+    attack                                         stopped by
+    reading the hidden tests, any other copy of    landlock (read: Python, system libraries, the
+      them, other submissions, the grader's out/     submission; write: its scratch); uid as root
+    writing outside its scratch folder             landlock; uid; a read-only bind of the submission;
+                                                     where none holds, seccomp refuses every write
+    scratch files, /tmp, /dev/shm, /run/lock       mnt: one bounded private tmpfs, gone with the box;
+      litter that outlives it or fills memory        without it the worker measures what the box holds on
+      or the disk                                    disk (contain/disk.py) and stops it at the same limit
+    System V / POSIX IPC that outlives it or       ipc: its own namespace, small limits, gone with it;
+      fills the system-wide tables                   without it seccomp refuses them
+    processes that outlive it (setsid, forks)      pid: the box's init ends, the kernel kills the
+                                                     rest; else kill(-1) as its uid; else the
+                                                     worker's subreaper sweep
+    signals to the grader or other boxes           pid (it sees none); uid; landlock scope (ABI 6);
+                                                     seccomp: only to itself and its own group
+    tracing or reading other processes' memory     seccomp (ptrace, process_vm_readv/writev refused)
+    network                                        net (no interface); landlock denies TCP (ABI 4);
+                                                     without net seccomp refuses new sockets
+    memory held by its processes together          memory: a cgroup per box (contain/memcg.py), the whole box
+                                                     stopped at the limit, its peak in the row
+    CPU and wall time, memory, files, processes    contain/limits.py: CPU-time limits measured from outside,
+                                                     a cap on load-free time (contain/load_free.py), rlimits,
+                                                     the tmpfs bound
+    a sandbox passing what it saw to another       one sandbox of a submission runs student code at a
+                                                     time (spares wait for `go`; the replaced one dies);
+                                                     a later one's import report is a fixed text (gateway/client.py);
+                                                     seccomp refuses file locks and leases
+    forged or oversized answers                    wire/protocol.py: no pickle, sizes checked first, every
+                                                     decoding error a refusal; gateway/replies.py: facts derived
+                                                     from data; `broken` refused after `locked`
+    the grader's environment and command line      run/pool.py: the template is a fresh program
+    text that stops an output file (not UTF-8)     sanitize.valid_text; files.atomic_write
+Clean-up never acts as root on a path a sandbox could write: with private mounts there is nothing
+to clean; otherwise a child that has become the sandbox's user does it.
+"""

@@ -1,0 +1,666 @@
+"""Operating-system isolation of a sandbox: kernel layers applied right after the fork, probed once per run.
+
+Like a zygote-style sandbox (Chromium's zygote, isolate, nsjail, bubblewrap), every sandbox is a
+fork of a warm template that locks itself down before it imports student code. The layers, and
+what each one stops:
+
+- pid: its own PID namespace. The box's first process is the namespace's init: when it ends, the
+  kernel kills every process of the box, however detached (setsid, double fork); the box sees and
+  can signal no process outside it (it gets its own /proc).
+- ipc: its own IPC namespace with small limits: System V shared memory, semaphores and message
+  queues and POSIX queues are the box's own, bounded, and destroyed with it.
+- net: its own network namespace: a loopback that is down, nothing else: no network at all.
+- mnt: its own mount namespace. /tmp is a private tmpfs of bounded size (its scratch folder and
+  home, with /var/tmp, /dev/shm and /run/lock bound to it), the submission a read-only bind inside
+  it: every file the box writes counts against one bound and vanishes with it; nothing to clean up.
+- landlock: a filesystem allowlist (kernel 5.13+, no root needed): read the Python installation,
+  system libraries and the submission, write the scratch folder, nothing else: no other copy of
+  the hidden tests, no grader output; no TCP; from ABI 6, no signal leaves the box.
+- uid: as root, a fresh user id per submission: no file of another user is writable, no process
+  of another user can be signalled, and kill(-1) as that uid ends exactly its processes.
+- memory: a memory cgroup per box (memcg.py, v1 or v2), joined first thing in enter(): the limit
+  holds for all the box's processes together (RLIMIT_AS only bounds each one), no swap, and at the
+  limit the whole box is stopped. Missing where the grader's cgroup cannot be written or (v2) cannot
+  give its children the memory controller; each process then keeps only its RLIMIT_AS.
+- seccomp: a system-call filter (seccomp.py), installed last: no file locks, no tracing, no
+  io_uring, no new namespaces, always; and whatever the layers that failed would have stopped:
+  signals beyond the box (no pid), new sockets (no net), System V and POSIX IPC objects (no ipc),
+  every write to the filesystem (no mnt, no landlock and no uid). It needs neither root nor a
+  recent kernel, so it holds where a container refuses the rest.
+
+Without root, the namespaces come through a user namespace where the kernel allows one (the box
+keeps the grader's user id outside it: the uid layer is missing, the others keep it in). Each
+layer is probed once per run by a child that really applies it (probe); the run reports exactly
+which held (Plan.line), and every sandbox then applies exactly those, or refuses to start.
+AUTOGRADER_SANDBOX_LAYERS_OFF=pid,landlock,... switches layers off (to see the engine degrade).
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import fcntl
+import json
+import os
+import platform
+import select
+import shutil
+import socket
+import stat
+import sys
+from dataclasses import dataclass, field, replace
+
+from grader.contain import kernel, memcg, processes, seccomp
+from grader.contain.limits import Limits, apply_sandbox_limits
+
+LAYERS = ("pid", "ipc", "net", "mnt", "landlock", "uid", "memory", "seccomp")
+NAMESPACES = {"pid": kernel.CLONE_NEWPID, "ipc": kernel.CLONE_NEWIPC, "net": kernel.CLONE_NEWNET,
+              "mnt": kernel.CLONE_NEWNS}
+DISABLE_ENV = "AUTOGRADER_SANDBOX_LAYERS_OFF"
+UID_BASE = 1_000_000
+# Inside a box with its own mounts: the tmpfs, the submission (read-only) and the home folder.
+BOX_TMP = "/tmp"
+BOX_SUBMISSION = "/tmp/submission"
+BOX_HOME = "/tmp/home"
+BOUND_TO_TMP = ("/var/tmp", "/dev/shm", "/run/lock", "/var/lock")   # those that exist and anyone may write
+SYSTEM_LIBRARIES = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib", "/etc/ld.so.cache")
+# Folders of its home that torch makes when first asked (os.makedirs, which accepts one that exists): made before the
+# seccomp filter, which may refuse a box every write; the sandbox names them in its environment.
+CACHE_FOLDERS = {"TORCHINDUCTOR_CACHE_DIR": ".cache/torchinductor"}
+# Where a box without its own mounts can leave files (cleaned as its own user afterwards).
+SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")
+IPC_RMID = 0   # shmctl, msgctl, semctl: remove the object
+
+
+class IsolationError(OSError):
+    """A layer the probe found working failed in a sandbox: the sandbox must not run student code."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The layers every sandbox of this run applies (what the probe found), and why the others are missing."""
+    held: tuple[str, ...] = ()
+    missing: tuple[tuple[str, str], ...] = ()    # (layer, why)
+    userns: bool = False                         # namespaces through a user namespace (not root)
+    landlock_abi: int = 0
+    memory_group: str = ""      # memory layer: the run's cgroup, where the worker makes one group per box
+    memory_box: str = ""        # in a sandbox's own copy of the plan (for_box): its box's group, joined by enter()
+
+    def has(self, layer: str) -> bool:
+        return layer in self.held
+
+    def hides_the_graders_files(self) -> bool:
+        """Whether a box is kept from the grader's files (the hidden tests, other submissions, the output): by its
+        own user id (the run closes them to others), its own mounts or Landlock. Without any of them it reads
+        whatever the grader may read, and the seccomp layer can keep it only from writing."""
+        return any(self.has(layer) for layer in ("uid", "mnt", "landlock"))
+
+    def line(self) -> str:
+        """`isolated: pid ipc net mnt landlock uid`, `partially isolated: ...; no landlock (why)`, or
+        `not isolated: ...`."""
+        if not self.missing:
+            return "isolated: " + " ".join(self.held)
+        why = "; ".join(f"no {layer} ({reason})" for layer, reason in self.missing)
+        return f"partially isolated: {' '.join(self.held)}; {why}" if self.held else f"not isolated: {why}"
+
+    def to_json(self) -> str:
+        return json.dumps({"held": self.held, "missing": self.missing, "userns": self.userns,
+                           "landlock_abi": self.landlock_abi, "memory_group": self.memory_group,
+                           "memory_box": self.memory_box})
+
+    @classmethod
+    def from_json(cls, text: str) -> Plan:
+        data = json.loads(text)
+        return cls(tuple(data["held"]), tuple(tuple(m) for m in data["missing"]), bool(data["userns"]),
+                   int(data["landlock_abi"]), str(data.get("memory_group", "")), str(data.get("memory_box", "")))
+
+    def for_box(self, box: Box) -> Plan:
+        """The plan as one sandbox applies it: with its own memory group, which enter() joins first. (sandbox.run
+        hands enter() the plan alone, so the box's group travels in it.)"""
+        return replace(self, memory_box=box.memory_group)
+
+    def without(self, failures: list[tuple[str, str]]) -> Plan:
+        failed = dict(failures)
+        missing = sorted([*self.missing, *((layer, failed[layer]) for layer in LAYERS if layer in failed)],
+                         key=lambda pair: LAYERS.index(pair[0]))
+        return replace(self, held=tuple(layer for layer in self.held if layer not in failed), missing=tuple(missing))
+
+
+@dataclass(frozen=True)
+class Box:
+    """One sandbox's place on the host."""
+    submission: str           # the unpacked submission (root's; the box may only read it)
+    scratch: str              # without private mounts: the box's one writable folder on the host
+    uid: int | None           # its own user id (root only)
+    limits: Limits = field(default_factory=Limits)
+    memory_group: str = ""    # memory layer: its own cgroup (the worker's; "" if it could not be made)
+
+    def view(self, plan: Plan) -> tuple[str, str]:
+        """(the submission's path, the home folder) as the box sees them."""
+        return (BOX_SUBMISSION, BOX_HOME) if plan.has("mnt") else (self.submission, self.scratch)
+
+
+def privileged() -> bool:
+    return os.geteuid() == 0
+
+
+def sandbox_uid(grader_pid: int) -> int:
+    return UID_BASE + grader_pid
+
+
+def switched_off() -> set[str]:
+    return {name.strip() for name in os.environ.get(DISABLE_ENV, "").split(",") if name.strip()}
+
+
+def _why(error: OSError) -> str:
+    if error.errno in (errno.ENOSYS, errno.EOPNOTSUPP):
+        return f"not supported by kernel {platform.release()}"
+    if error.errno in (errno.EPERM, errno.EACCES):
+        return f"refused by the kernel: {os.strerror(error.errno)}; a container's seccomp profile or a sysctl?"
+    return str(error)
+
+
+# ---------------------------------------------------------------- the probe
+
+def candidate_plan() -> Plan:
+    """Every layer this process could try, before the kernel is asked."""
+    off = switched_off()
+    missing = [(layer, f"switched off by {DISABLE_ENV}") for layer in LAYERS if layer in off]
+    if not privileged() and "uid" not in off:
+        missing.append(("uid", "not root: the sandbox keeps the grader's user id"))
+    if "seccomp" not in off and seccomp.supported():
+        missing.append(("seccomp", seccomp.supported()))
+    abi = 0
+    if "landlock" not in off:
+        try:
+            abi = kernel.landlock_abi()
+        except OSError as error:
+            missing.append(("landlock", _why(error)))
+    gone = {layer for layer, _ in missing}
+    return Plan(tuple(layer for layer in LAYERS if layer not in gone),
+                tuple(sorted(missing, key=lambda m: LAYERS.index(m[0]))), not privileged(), abi)
+
+
+def probe(scratch_parent: str) -> Plan:
+    """Apply every candidate layer in a throwaway child, exactly as a sandbox would, check that each really
+    holds, and return the plan of those that did."""
+    plan = candidate_plan()
+    if not plan.held:
+        return plan
+    box_group = ""
+    if plan.has("memory"):   # the run's group (kept for the run) and a throwaway box group in it for the probe
+        try:
+            plan = replace(plan, memory_group=memcg.create_run())
+            box_group = memcg.create_box(plan.memory_group, memcg.BOX_PREFIX + "probe", Limits().memory_bytes,
+                                         watched=False)
+        except OSError as error:
+            plan = plan.without([("memory", error.strerror or str(error))])
+    bait = os.path.join(scratch_parent, "probe-bait")          # readable by all: only Landlock can hide it
+    with open(bait, "w") as handle:
+        handle.write("a file outside the box's allowlist\n")
+    os.chmod(bait, 0o644)
+    submission = os.path.join(scratch_parent, "probe-submission")
+    scratch = os.path.join(scratch_parent, "probe-scratch")
+    os.makedirs(submission, exist_ok=True)
+    uid = sandbox_uid(os.getpid()) if plan.has("uid") else None
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(read_end)
+            box = Box(submission, scratch, uid, memory_group=box_group)
+            failures = _probe_child(plan.for_box(box), box, bait)
+            os.write(write_end, json.dumps(failures).encode())
+        except BaseException:  # noqa: BLE001 - the parent reads no answer and reports every layer as failed
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as handle:
+        answer = handle.read()
+    processes.reap([pid])
+    clean_folder(scratch, uid)
+    os.unlink(bait)
+    os.rmdir(submission)
+    if box_group:
+        with contextlib.suppress(OSError):
+            memcg.remove(box_group)
+    try:
+        failures = [tuple(f) for f in json.loads(answer)]
+    except ValueError:
+        failures = [(layer, "the probe died while applying it") for layer in plan.held]
+    plan = plan.without(failures)
+    if plan.memory_group and not plan.has("memory"):
+        memcg.remove_run(plan.memory_group)
+        plan = replace(plan, memory_group="")
+    return plan
+
+
+def _probe_child(plan: Plan, box: Box, bait: str) -> list[tuple[str, str]]:
+    failures = enter(plan, strict=False)
+    plan = plan.without(failures)
+    failures += lock(plan, box, strict=False)
+    checks = {
+        "pid": lambda: os.getpid() == 1,
+        "net": lambda: [name for _index, name in socket.if_nameindex()] == ["lo"],
+        "uid": lambda: os.getuid() == box.uid,
+        "landlock": lambda: not _readable(bait),
+        "mnt": lambda: _size(BOX_TMP) == box.limits.scratch_bytes and _writable(BOX_HOME),
+        "memory": lambda: memcg.member(box.memory_group),   # the kernel counts this process in the box's group
+        "seccomp": _locks_refused,
+    }
+    failed = {layer for layer, _ in failures}
+    for layer, check in checks.items():
+        if plan.has(layer) and layer not in failed and not check():
+            failures.append((layer, "applied but not in force"))
+    return failures
+
+
+def _size(folder: str) -> int:
+    info = os.statvfs(folder)
+    return info.f_blocks * info.f_frsize
+
+
+def _readable(path: str) -> bool:
+    try:
+        with open(path, "rb"):
+            return True
+    except OSError:
+        return False
+
+
+def _locks_refused() -> bool:
+    """The filter is in force: a lock on a pipe of our own, which nothing else refuses, is refused."""
+    read_end, write_end = os.pipe()
+    try:
+        fcntl.flock(read_end, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except OSError as error:
+        return error.errno == errno.EPERM
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def _writable(folder: str) -> bool:
+    try:
+        with open(os.path.join(folder, ".probe"), "w"):
+            return True
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------- applying the layers
+
+def enter(plan: Plan, *, strict: bool = True) -> list[tuple[str, str]]:
+    """Join the box's memory cgroup, then enter the plan's namespaces; with a PID namespace, fork its init and
+    return in it (the parent stays behind as the box's keeper and never returns). Returns the layers that
+    failed (strict: raises)."""
+    failures: list[tuple[str, str]] = []
+    if plan.has("memory"):   # first, while still the grader's user: all the box ever starts is inside the group
+        try:
+            memcg.join(plan.memory_box)
+        except OSError as error:
+            if strict:
+                raise IsolationError(error.errno, f"memory: {error.strerror or error}") from None
+            failures.append(("memory", error.strerror or str(error)))
+    wanted = [layer for layer in NAMESPACES if plan.has(layer)]
+    if not wanted:
+        return failures
+    if plan.userns:
+        outer_uid, outer_gid = os.getuid(), os.getgid()
+        try:
+            kernel.unshare(kernel.CLONE_NEWUSER)
+            _map_own_ids(outer_uid, outer_gid)
+        except OSError as error:
+            if strict:
+                raise IsolationError(error.errno, f"user namespace: {error}") from None
+            return failures + [(layer, "user namespaces " + _why(error)) for layer in wanted]
+    for layer in wanted:
+        try:
+            kernel.unshare(NAMESPACES[layer])
+        except OSError as error:
+            if strict:
+                raise IsolationError(error.errno, f"{layer} namespace: {error}") from None
+            failures.append((layer, _why(error)))
+    if plan.has("pid") and "pid" not in dict(failures):
+        _become_init()
+    return failures
+
+
+def _map_own_ids(uid: int, gid: int) -> None:
+    """In a fresh user namespace: be its root, mapped to our own ids outside (the only mapping an ordinary
+    user may write). Root of the namespace may set the IPC namespace's limits; lock() then drops every
+    capability, so what is left is an ordinary process with the grader's ids outside."""
+    for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1\n"), ("gid_map", f"0 {gid} 1\n")):
+        with open(f"/proc/self/{name}", "w") as handle:
+            handle.write(text)
+
+
+def _become_init() -> None:
+    """Fork the first process of the new PID namespace and return in it. The parent keeps nothing of the
+    box open, waits for it and exits with its status; killing the parent kills the init (parent-death
+    signal), and the end of the init ends every process of the box."""
+    alive_read, alive_write = os.pipe()   # the init cannot see its parent's pid: EOF here means it is gone
+    child = os.fork()
+    if child == 0:
+        os.close(alive_write)
+        kernel.prctl(kernel.PR_SET_PDEATHSIG, 9)
+        ready, _, _ = select.select([alive_read], [], [], 0)
+        if ready:   # EOF: the keeper ended before the request took effect
+            os._exit(1)
+        os.close(alive_read)
+        return
+    os.closerange(0, alive_write)
+    os.closerange(alive_write + 1, 65536)
+    code = 1
+    try:
+        _pid, status = os.waitpid(child, 0)
+        code = os.waitstatus_to_exitcode(status) & 0xFF
+    finally:
+        os._exit(code)
+
+
+def lock(plan: Plan, box: Box, *, strict: bool = True) -> list[tuple[str, str]]:
+    """After enter(): private mounts, IPC limits, rlimits, own user id or no capabilities, Landlock.
+    The last step before student code; returns the layers that failed (strict: raises)."""
+    failures: list[tuple[str, str]] = []
+
+    def attempt(layer: str, action) -> bool:
+        if not plan.has(layer):
+            return False
+        try:
+            action()
+            return True
+        except OSError as error:
+            if strict:
+                raise IsolationError(error.errno, f"{layer}: {error}") from None
+            failures.append((layer, _why(error)))
+            return False
+
+    if not plan.has("mnt"):     # the box's one writable folder is on the host: its own, empty
+        os.mkdir(box.scratch, 0o700)
+        if box.uid is not None:
+            os.chown(box.scratch, box.uid, box.uid)
+    own_proc = attempt("mnt", lambda: _private_mounts(box, with_proc=plan.has("pid")))
+    attempt("ipc", lambda: _bound_ipc(box.limits))
+    apply_sandbox_limits(box.limits)
+    ruleset = None
+    if plan.has("landlock"):
+        try:
+            rules = _landlock_rules(plan.without(failures), box, own_proc and plan.has("pid"))
+            ruleset = kernel.landlock_ruleset(plan.landlock_abi, rules, deny_tcp=True, scope=True)
+        except OSError as error:
+            if strict:
+                raise IsolationError(error.errno, f"landlock: {error}") from None
+            failures.append(("landlock", _why(error)))
+    if plan.has("uid"):
+        attempt("uid", lambda: _become(box.uid))
+        kernel.prctl(kernel.PR_SET_PDEATHSIG, 9)   # a change of user id clears it: die with the parent still
+    elif plan.userns and any(plan.has(layer) for layer in NAMESPACES):
+        kernel.drop_all_capabilities()    # root of the user namespace no more: no mount, no unshare, nothing
+        kernel.prctl(kernel.PR_SET_NO_NEW_PRIVS, 1)   # and no exec gives any capability back
+    if ruleset is not None:
+        attempt("landlock", lambda: kernel.landlock_enforce(ruleset))
+    # Last: the filter refuses what the layers that held leave open (and the calls above need).
+    final = plan.without(failures)
+    _, home = box.view(final)
+    for folder in CACHE_FOLDERS.values():
+        os.makedirs(os.path.join(home, folder), exist_ok=True)
+    attempt("seccomp", lambda: seccomp.install(seccomp.rules_for(final.held, os.getpid())))
+    return failures
+
+
+def _private_mounts(box: Box, *, with_proc: bool) -> None:
+    """/tmp a bounded tmpfs owned by the box (with /var/tmp and /dev/shm bound to it), the submission bound
+    read-only at /tmp/submission, and (with its own PID namespace) a /proc that shows only the box."""
+    submission = os.open(box.submission, os.O_PATH | os.O_DIRECTORY)   # /tmp is about to be covered
+    covered = [BOX_TMP, *BOUND_TO_TMP]
+    buried = {root: os.open(root, os.O_PATH | os.O_DIRECTORY) for root in installation_roots()
+              if any(root.startswith(os.path.realpath(folder) + os.sep) for folder in covered)}
+    try:
+        kernel.mount(None, "/", None, kernel.MS_REC | kernel.MS_PRIVATE)   # nothing propagates to the host
+        owner = f",uid={box.uid},gid={box.uid}" if box.uid is not None else ""
+        kernel.mount("tmpfs", BOX_TMP, "tmpfs", kernel.MS_NOSUID | kernel.MS_NODEV,
+                     f"size={box.limits.scratch_bytes},nr_inodes=10000,mode=0700{owner}")
+        for folder in (BOX_SUBMISSION, BOX_HOME):
+            os.mkdir(folder, 0o700)
+            if box.uid is not None:
+                os.chown(folder, box.uid, box.uid)
+        _bind_read_only(submission, BOX_SUBMISSION)
+        for root, fd in buried.items():     # a Python installation under /tmp stays where it was, read-only
+            folder = next(os.path.realpath(f) for f in covered if root.startswith(os.path.realpath(f) + os.sep))
+            inside = BOX_TMP + root[len(folder):]
+            os.makedirs(inside, exist_ok=True)
+            _bind_read_only(fd, inside)
+        bound = set()
+        for target in map(os.path.realpath, BOUND_TO_TMP):
+            if target not in bound and os.path.isdir(target) and os.stat(target).st_mode & 0o002:
+                kernel.mount(BOX_TMP, target, None, kernel.MS_BIND)
+                bound.add(target)
+    finally:
+        for fd in (submission, *buried.values()):
+            os.close(fd)
+    hidden = kernel.MS_NOSUID | kernel.MS_NODEV | kernel.MS_NOEXEC
+    if with_proc:
+        with contextlib.suppress(OSError):   # a container may lock /proc; Landlock then allows only /proc/self
+            kernel.mount("proc", "/proc", "proc", hidden)
+    with contextlib.suppress(OSError):       # only where /dev/mqueue exists; the queues die with the namespace anyway
+        kernel.mount("mqueue", "/dev/mqueue", "mqueue", hidden)
+
+
+def _bind_read_only(fd: int, target: str) -> None:
+    """Bind the folder open as fd (an O_PATH descriptor) at target, read-only."""
+    kernel.mount(f"/proc/self/fd/{fd}", target, None, kernel.MS_BIND | kernel.MS_REC)
+    kernel.mount(None, target, None, kernel.MS_BIND | kernel.MS_REMOUNT | kernel.MS_RDONLY | kernel.MS_NOSUID
+                 | kernel.MS_NODEV)
+
+
+def _bound_ipc(limits: Limits) -> None:
+    """Small System V and POSIX IPC limits in the box's own IPC namespace (its sysctls are per namespace)."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    values = {"kernel/shmmax": limits.ipc_bytes, "kernel/shmall": limits.ipc_bytes // page, "kernel/shmmni": 16,
+              "kernel/msgmni": 16, "kernel/msgmnb": 1 << 16, "kernel/msgmax": 8192, "kernel/sem": "32 256 32 16",
+              "fs/mqueue/queues_max": 16, "fs/mqueue/msg_max": 16, "fs/mqueue/msgsize_max": 8192}
+    for name, value in values.items():
+        path = f"/proc/sys/{name}"
+        if os.path.exists(path):
+            with open(path, "w") as handle:
+                handle.write(f"{value}\n")
+
+
+def linked_through_box_tmp() -> list[str]:
+    """This Python's prefix and import paths that lie under a folder the box covers with its private tmpfs (/tmp,
+    /var/tmp, /dev/shm) and go through a link (a virtual environment linked from /tmp, to anywhere): inside a box
+    such a path leads nowhere, so torch's modules loaded on demand cannot be found there. An installation that
+    really lies under /tmp is bound back into the box at its real place: that one grades. (The executable is not
+    asked: a venv's bin/python is a link to its base interpreter, and nothing in a box runs it.)"""
+    def covered(path: str) -> bool:
+        return any(path == folder or path.startswith(folder + os.sep) for folder in (BOX_TMP, *BOUND_TO_TMP))
+    return [path for path in (sys.prefix, *sys.path) if path and covered(path) and os.path.realpath(path) != path]
+
+
+def installation_roots() -> list[str]:
+    """The Python installation: its prefixes (stdlib, site-packages, torch's libraries), real paths."""
+    roots = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    return sorted(roots)
+
+
+def _landlock_rules(plan: Plan, box: Box, own_proc: bool) -> list[tuple[str, int]]:
+    read, everything = kernel.READ_RIGHTS, kernel.landlock_fs_rights(plan.landlock_abi)
+    submission, home = box.view(plan)
+    rules = [(path, read) for path in (*installation_roots(), *SYSTEM_LIBRARIES, submission)]
+    rules += [("/dev/null", kernel.FS_READ_FILE | kernel.FS_WRITE_FILE),
+              ("/dev/zero", kernel.FS_READ_FILE), ("/dev/urandom", kernel.FS_READ_FILE)]
+    rules.append(("/proc" if own_proc else "/proc/self", kernel.FS_READ_FILE | kernel.FS_READ_DIR))
+    rules.append((BOX_TMP if plan.has("mnt") else home, everything))
+    return rules
+
+
+def _become(uid: int | None) -> None:
+    """Become uid/gid `uid` for good (real, effective and saved ids), with no extra groups: every capability
+    goes with root."""
+    if uid is None:
+        raise OSError("the box has no user id of its own")
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    if os.getuid() != uid or os.geteuid() != uid:
+        raise OSError("could not drop privileges")
+    kernel.prctl(kernel.PR_SET_DUMPABLE, 1)   # after a uid change /proc/self is root's; the import handles need it
+
+
+# ---------------------------------------------------------------- after a box
+
+def clean_folder(folder: str, uid: int | None) -> None:
+    """Empty and remove a box's scratch folder on the host, acting as the box's own user (a forked child that
+    becomes uid), so nothing it could not delete itself is touched, whatever links it planted. The empty
+    folder itself is then removed by its parent's owner (rmdir: only an empty folder, never followed)."""
+    if uid is None or not privileged():
+        shutil.rmtree(folder, ignore_errors=True)   # our own user's files: no privilege to abuse
+        return
+    as_user(uid, lambda: _empty(folder))
+    with contextlib.suppress(OSError):   # not empty: left for the grader to look at, never removed by root
+        os.rmdir(folder)
+
+
+def clean_shared_folders(uid: int) -> None:
+    """Without private mounts: remove what the box's user left in the shared writable folders, as that user."""
+    def sweep():
+        for root in SHARED_WRITABLE:
+            _remove_entries_of(root, uid)
+    as_user(uid, sweep)
+
+
+@dataclass(frozen=True)
+class IpcObject:
+    kind: str    # "shm", "msg" or "sem"
+    key: int
+    ident: int
+    uid: int     # its owner
+
+
+def sysv_ipc_objects() -> list[IpcObject]:
+    """Every System V shared-memory segment, message queue and semaphore set the host lists (/proc/sysvipc)."""
+    found = []
+    for kind in ("shm", "msg", "sem"):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as handle:
+                header, *lines = handle.read().splitlines()
+        except (OSError, ValueError):
+            continue
+        columns = header.split()
+        key, ident, owner = columns.index("key"), 1, columns.index("uid")   # the id column is shmid, msqid, semid
+        found += [IpcObject(kind, int(fields[key]), int(fields[ident]), int(fields[owner]))
+                  for fields in map(str.split, lines) if len(fields) == len(columns)]
+    return found
+
+
+def remove_ipc_of(uid: int) -> None:
+    """Without an IPC namespace of its own: remove the System V shared memory, queues and semaphore sets the box's
+    user owns (root may remove any). Its POSIX queues cannot exist (RLIMIT_MSGQUEUE 0)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    remove = {"shm": lambda ident: libc.shmctl(ident, IPC_RMID, None),
+              "msg": lambda ident: libc.msgctl(ident, IPC_RMID, None),
+              "sem": lambda ident: libc.semctl(ident, 0, IPC_RMID)}
+    for found in sysv_ipc_objects():
+        if found.uid == uid:
+            remove[found.kind](found.ident)
+
+
+def as_user(uid: int, action) -> None:
+    """Run action in a forked child that has become uid (root only), and wait for it."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            action()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def _empty(folder: str) -> None:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        _remove(entry.path)
+
+
+def _remove(path: str) -> None:
+    try:
+        info = os.lstat(path)
+        if stat.S_ISDIR(info.st_mode):
+            os.chmod(path, 0o700)
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def _remove_entries_of(folder: str, uid: int) -> None:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if info.st_uid == uid:
+            _remove(entry.path)
+        elif stat.S_ISDIR(info.st_mode) and info.st_mode & 0o002:
+            _remove_entries_of(entry.path, uid)
+
+
+# ---------------------------------------------------------------- file permissions (uid layer, no Landlock)
+
+def hide_from_others(path) -> None:
+    """Remove every permission of "other users" on path (so a sandbox user cannot read or enter it).
+
+    A shared scratch folder (sticky and world-writable, as /tmp) and / are left alone: closing
+    them would break every other user; what matters inside them is closed one by one.
+    """
+    try:
+        mode = os.stat(path, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return
+    shared = stat.S_ISDIR(mode) and mode & stat.S_ISVTX and mode & 0o002
+    if not stat.S_ISLNK(mode) and not shared and os.path.realpath(path) != "/":
+        os.chmod(path, stat.S_IMODE(mode) & ~0o007)
+
+
+def readable_by_stranger(paths) -> list[str]:
+    """Which of paths a fresh unprivileged user could open or list (asked in a throwaway child; root only)."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_end)
+            _become(sandbox_uid(os.getpid()))
+            found = []
+            for path in paths:
+                try:
+                    if os.path.isdir(path):
+                        os.listdir(path)
+                    else:
+                        with open(path, "rb") as handle:
+                            handle.read(1)
+                    found.append(str(path))
+                except OSError:
+                    pass
+            os.write(write_end, "\n".join(found).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as handle:
+        answer = handle.read().decode()
+    os.waitpid(pid, 0)
+    return [line for line in answer.split("\n") if line]

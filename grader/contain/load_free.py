@@ -1,0 +1,55 @@
+"""Time that load cannot stretch: the wall-clock time of a process tree less the time it waited for a CPU.
+
+A wall-clock limit stops correct code on a busy machine: at a load of 30 on 2 cores a process gets about a
+fifteenth of a core. The kernel counts, per process, how long it was runnable but not running (its run-queue
+delay). This clock subtracts that wait, so it advances while the tree computes, sleeps, or waits for anything
+but a CPU, and stands still while the machine's load keeps the tree from running: code that sleeps is still
+stopped, and load never stops anything.
+
+    clock = LoadFreeClock(pid)   # starts now, over pid and every process below it
+    clock.elapsed()              # seconds since, not counting the waits for a CPU seen since the last reading
+    clock.held                   # False where the kernel reports no run-queue delay: then it is wall-clock time
+    kernel_reports_waits()       # whether it does, here
+
+Each reading forgives, for the time since the reading before, the longest wait of any one process of the
+tree (a wait no longer than that time): while any process of the tree is held back by load, the tree is.
+Waits of a process that ends between two readings are not seen, so the clock errs on the strict side, by at
+most the time between readings.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+from grader.contain import processes
+
+
+class LoadFreeClock:
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.started = self.read_at = time.monotonic()
+        self.forgiven = 0.0
+        self.waits = self._waits()
+        self.held = bool(self.waits)
+
+    def _waits(self) -> dict[int, float]:
+        found = {}
+        for member in processes.descendants(self.pid):
+            wait = processes.run_delay_seconds(member)
+            if wait is not None:
+                found[member] = wait
+        return found
+
+    def elapsed(self) -> float:
+        now = time.monotonic()
+        if self.held:
+            waits = self._waits()
+            longest = max((wait - self.waits.get(pid, 0.0) for pid, wait in waits.items()), default=0.0)
+            self.forgiven += min(max(longest, 0.0), now - self.read_at)
+            self.waits.update(waits)
+        self.read_at = now
+        return now - self.started - self.forgiven
+
+
+def kernel_reports_waits() -> bool:
+    return processes.run_delay_seconds(os.getpid()) is not None

@@ -1,0 +1,81 @@
+"""What Gradescope shows a student, and when: the engine's results.json with the course's settings applied.
+
+    present(results, spec, seconds) -> the results.json Gradescope reads
+    seen_by_students(shown, moment)  -> the entries a student reads at that moment ("visible": at once)
+
+Every test entry keeps the visibility the spec gives its part (grader/scoring.py writes it: a part's own
+`visibility`, else show_hidden's after_published or hidden). What the student may read at once is fixed, and
+never depends on a status the student's code controls: that the submission was graded, or, when it could
+not be graded or ran out of time, the gradebook's one-line reason (which holds no score), so it can be
+fixed before the deadline. The engine's summary (points per part, which part to fix first) becomes the
+first entry, worth no points, shown when the most guarded part is; the instructor's flags become an entry
+students never see (Gradescope's "hidden": instructors see it in full). The autograder's stdout follows
+show_stdout; points_possible scales the score as otter does.
+"""
+from __future__ import annotations
+
+import copy
+
+from assignment.spec import VISIBILITIES, Spec
+
+SUMMARY_TITLE = "Summary by part (worth no points of its own)"
+FLAGS_TITLE = "Flagged for the instructor (never shown to students)"
+GRADED_NOTE = "Your submission was received and graded."
+# When the results not shown at once will be (the parts' visibilities, the latest that applies).
+LATER_NOTES = {"after_published": " The results of the hidden tests will be shown here when your instructor "
+                                   "publishes the grades.",
+               "after_due_date": " The results of the hidden tests will be shown here after the due date."}
+REASON_STATUSES = ("error", "timeout")
+
+
+def _row(results: dict) -> dict:
+    return (results.get("extra_data") or {}).get("gradebook_row") or {}
+
+
+def most_guarded(spec: Spec) -> str:
+    """The visibility of what concerns every part (the summary): that of the most guarded part."""
+    return max((spec.visibility(number) for number in spec.numbers), key=VISIBILITIES.index)
+
+
+def immediate_output(results: dict, spec: Spec) -> str:
+    """What a student may read at once: that grading happened and the gradebook's one-line message, which holds
+    no score: for an error or a timeout, why; for graded code, what was not (a module that could not be imported)."""
+    row = _row(results)
+    status = row.get("status", "graded")
+    note = GRADED_NOTE if status == "graded" else f"Your submission was received; grading ended with {status}."
+    if row.get("message"):
+        note += (" Reason: " if status in REASON_STATUSES else " Note: ") + row["message"]
+    later = {spec.visibility(number) for number in spec.numbers}
+    return note + next((LATER_NOTES[when] for when in LATER_NOTES if when in later), "")
+
+
+def present(results: dict, spec: Spec, seconds: float) -> dict:
+    """A copy of the engine's results.json as Gradescope should show it; `seconds`: the grading's wall time."""
+    shown = copy.deepcopy(results)
+    summary_visibility = most_guarded(spec)
+    shown["visibility"] = summary_visibility
+    shown["stdout_visibility"] = "after_published" if spec.settings.show_stdout else "hidden"
+    shown["output"] = immediate_output(results, spec)
+    tests = shown.get("tests", [])
+    if results.get("output"):
+        tests.insert(0, {"name": SUMMARY_TITLE, "output": results["output"], "visibility": summary_visibility})
+    flags = (results.get("extra_data") or {}).get("flags") or []
+    if flags:
+        tests.append({"name": FLAGS_TITLE, "output": "\n".join(f"- {flag}" for flag in flags), "visibility": "hidden"})
+    shown["tests"] = tests
+    possible = _row(results).get("max_score") or sum(t.get("max_score", 0) for t in results.get("tests", []))
+    target = spec.settings.points_possible
+    if target is not None and possible and target != possible:
+        shown["score"] = results["score"] / possible * target
+    shown["execution_time"] = round(seconds, 2)
+    return shown
+
+
+def seen_by_students(shown: dict, moment: str) -> list[str]:
+    """The names of the test entries of a presented results.json a student reads at `moment`, one of VISIBILITIES
+    but "hidden": "visible" (at once), "after_due_date" or "after_published" (each also shows what an earlier
+    moment shows; an entry without a visibility of its own follows the results' top-level one)."""
+    shown_at = VISIBILITIES[:VISIBILITIES.index(moment) + 1]
+    default = shown.get("visibility", "visible")
+    return [str(test.get("name", "?")) for test in shown.get("tests", [])
+            if test.get("visibility", default) in shown_at]

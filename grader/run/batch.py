@@ -1,0 +1,256 @@
+"""Grade a batch of submissions in parallel into an output folder (resumable)."""
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import pathlib
+import select
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from grader.contain import isolation, memcg, permissions, processes
+from grader.contain.limits import Limits
+from grader.paths import REPO
+from grader.run import changes, gradebook, submissions
+from grader.run.changes import Change
+from grader.run.outcome import Outcome
+from grader.run.pool import Template
+from grader.run.progress import Progress
+from grader.run.run_settings import Settings
+
+# Closed to other users when the sandboxes have their own user id (root): each must be unreadable to them.
+SECRETS = (REPO / "grading_tests", REPO / "assignment", REPO / ".git")
+SAFETY_MARGIN = 120.0   # load-free seconds past a worker's own net before the batch kills it
+
+
+def closed_to_sandboxes(out: pathlib.Path, paths: list[str], sources: list[str], private: Sequence[str] = ()) -> list:
+    """What a run whose sandboxes have their own user id (root) closes to other users: the repository, the
+    submissions, out/ and the grader's private files (permissions.py puts their modes back at the end)."""
+    unique: dict[str, pathlib.Path] = {}   # each once, in this order (a zip is both a path and a source)
+    for path in [REPO, out, *map(pathlib.Path, [*paths, *sources, *private])]:
+        unique.setdefault(os.path.realpath(path), path)
+    return list(unique.values())
+
+
+def isolation_note(plan: isolation.Plan, closed: list) -> str:
+    """The run's isolation line. Without Landlock, closing files to other users is what keeps them from the
+    sandboxes, so the line names anything a stranger could still read."""
+    note = plan.line()
+    if not plan.has("uid") or plan.has("landlock"):
+        return note
+    leaks = isolation.readable_by_stranger([p for p in [*SECRETS, *closed] if p.exists()])
+    return note + ("; the sandbox can read " + ", ".join(leaks) if leaks else "")
+
+
+class SetupError(Exception):
+    """The machine or installation cannot grade fairly as it is set up: says what to change."""
+
+
+@dataclass
+class Run:
+    """What one batch run made, besides the files in out/ (results/ and grades.csv; the class reports are made
+    from them afterwards: autograder/reports/)."""
+    rows: list[dict]                     # every submission's row, this run's and those kept from before
+    note: str                            # the isolation line
+    found: list = field(default_factory=list)                 # the submissions found (submissions.Submission)
+    contents: dict[str, str] = field(default_factory=dict)    # source -> digest of what it unpacks to
+    changes: list[Change] | None = None    # --regrade: against the earlier run (None: no earlier run)
+    earlier: pathlib.Path | None = None            # --regrade: where the earlier run's files were moved
+    repeats: list[Change] | None = None    # --repeat: what differed between the gradings
+    stale: int = 0                       # results kept that were graded with another suite or other limits
+    closed: list[str] = field(default_factory=list)          # closed to other users for the run (root)
+    left_closed: list[str] = field(default_factory=list)     # of those, still used by another run on this machine
+    not_put_back: list[str] = field(default_factory=list)    # gone or replaced since: their modes not restored
+    shard: tuple[int, int] | None = None   # --shard: the part (i, n) of the class this run graded (no grades.csv)
+
+
+def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None, keep: str | None = None,
+              private=(), force=(), regrade: bool = False, repeat: int = 1, due=None,
+              exports: bool = True, template: Template | None = None, shard: tuple[int, int] | None = None) -> Run:
+    """Grade everything under paths that out/ has no result for yet: results/<slug>.json each, and grades.csv.
+    keep: a folder that gets, per submission, its trusted-side pytest log and its sandboxes' output.
+    private: the grader's own files and folders that no sandbox may read (see isolation_note).
+    A submission already graded in out/ is graded again when its content changed since (the row says so), or
+    when `force` names it (its submission name or its results file's name); raises KeyError for a name in
+    `force` that matches no submission.
+    regrade: out's earlier results are moved to out/earlier/<time>/, everything is graded again, and
+    changes.csv says what changed. repeat: grade everything this many times in all (out/repeat-N/) and list
+    what differed in repeat.csv. due: the due date where an export's metadata names none (the late column).
+    exports: a path named in `paths` may be a Gradescope export (False: none is; submissions.discover).
+    template: one started already (the command starts it first, so that torch's import overlaps everything before
+    the first job); this run closes it. None: started here.
+    shard: (i, n): grade only shard i of n of the class (submissions.shard_of), into an output folder the other
+    shards share, and write no grades.csv: a run without a shard writes it once every shard has finished (it finds
+    everything graded, and grades nothing again)."""
+    for raw in paths:
+        if not os.path.lexists(raw):
+            raise FileNotFoundError(f"{raw}: no such file or folder")
+    out = pathlib.Path(out)
+    sandbox_root = tempfile.mkdtemp(prefix="autograder-sandboxes-")
+    os.chmod(sandbox_root, 0o711)   # a sandbox may enter its own folder, never list the others
+    trusted_root = tempfile.mkdtemp(prefix="autograder-trusted-")
+    exports_root = tempfile.mkdtemp(prefix="autograder-exports-")   # export zips extracted: ours alone (0700)
+    template = template or Template()   # before reading the class
+    closing, run = None, None
+    suite = changes.graded_with(limits)
+    try:
+        plan = isolation.probe(sandbox_root)   # while the template imports torch
+        linked = isolation.linked_through_box_tmp() if plan.has("mnt") else []
+        if linked:
+            raise SetupError(f"this Python is reached through {linked[0]}, which each sandbox's private /tmp hides "
+                             f"(torch would fail to load parts of itself there and correct code would lose points): "
+                             f"run the engine from the environment's real place, "
+                             f"{os.path.join(os.path.realpath(sys.prefix), 'bin', os.path.basename(sys.executable))}")
+        template.configure(Settings(limits, plan, sandbox_root, trusted_root))
+        (out / "results").mkdir(parents=True, exist_ok=True)
+        done, taken = gradebook.load_done(out)
+        found = submissions.shard_of(submissions.discover(paths, taken, staging=exports_root, due=due,
+                                                          exports=exports), shard)
+        closed = closed_to_sandboxes(out, list(paths), sorted({s.location for s in found}), list(private))
+        if plan.has("uid"):
+            try:
+                closing = permissions.Closing.begin(closed)
+            except PermissionError as error:
+                raise SetupError(str(error)) from None
+        note = isolation_note(plan, closed)
+        contents = {s.source: submissions.fingerprint(s.location, exports_root) for s in found}
+        again = regrades(found, done, contents, force)   # before anything moves: an unknown --force name stops here
+        earlier = changes.archive(out) if regrade else None
+        if earlier:   # everything is graded again, under the same results file names
+            before, done, again = done, {}, {}
+            (out / "results").mkdir()
+        todo = [s for s in found if s.source not in done or s.source in again]
+        rows = [{**done[s.source], **gradebook.identity(s)} for s in found if s not in todo]
+        progress = Progress(len(todo), len(rows), progress_stream)
+        rows += _grade(template, todo, out, workers, limits, note, list(rows), progress, keep, contents, again, suite,
+                       gradebook_too=shard is None)
+        progress.close()
+        run = Run(rows, note, found, contents, stale=sum(r.get("graded_with") != suite for r in rows))
+        if earlier:
+            run.earlier = earlier
+            run.changes = changes.compare((before, earlier / "results"), (_by_source(rows), out / "results"))
+            changes.write(out / "changes.csv", run.changes)
+        if repeat > 1:
+            run.repeats = _repeat(template, found, out, workers, limits, note, repeat, suite, rows)
+    finally:
+        template.close()
+        memcg.remove_own_run()   # the run's memory cgroup (the probe made it), with any box group left in it
+        _remove_roots(sandbox_root, trusted_root)
+        shutil.rmtree(exports_root, ignore_errors=True)
+        if closing is not None:   # no sandbox of this run is left: the modes go back (unless a run beside uses them)
+            lost = closing.end()
+            if run is not None:
+                run.closed, run.left_closed, run.not_put_back = closing.paths, closing.left_closed, lost
+    if shard is None:
+        gradebook.write_csv(out, rows)
+    elif run is not None:
+        run.shard = shard
+    return run
+
+
+def _by_source(rows: list[dict]) -> dict[str, dict]:
+    return {row["source"]: row for row in rows}
+
+
+def _repeat(template, found, out: pathlib.Path, workers, limits, note, times: int, suite, rows) -> list[changes.Change]:
+    """Grade every submission again, into out/repeat-2/ ... (each a fresh folder), and compare each grading with
+    the first: out/repeat.csv lists every submission where any test's verdict (or the score) differed."""
+    differed: list[changes.Change] = []
+    for number in range(2, times + 1):
+        again_out = out / f"repeat-{number}"
+        shutil.rmtree(again_out, ignore_errors=True)
+        (again_out / "results").mkdir(parents=True)
+        progress = Progress(len(found), 0, None)
+        again_rows = _grade(template, found, again_out, workers, limits, note, [], progress, suite=suite)
+        differed += changes.compare((_by_source(rows), out / "results"),
+                                    (_by_source(again_rows), again_out / "results"))
+    changes.write(out / "repeat.csv", differed, labels=("first", "again"))
+    return differed
+
+
+def regrades(found, done: dict[str, dict], contents: dict[str, str], force=()) -> dict[str, str]:
+    """source -> why, for each submission already graded that must be graded again: its content changed since
+    (a result from before results remembered content counts as unchanged), or `force` names it."""
+    unknown = set(force) - {s.name for s in found} - {s.slug for s in found}
+    if unknown:
+        raise KeyError(f"--force names no submission here: {', '.join(sorted(unknown))}")
+    again = {}
+    for submission in (s for s in found if s.source in done):
+        earlier = done[submission.source]
+        if submission.name in force or submission.slug in force:
+            again[submission.source] = f"graded again (--force; it scored {earlier['score']:g} before)"
+        elif earlier.get("content") is None or earlier["content"] == contents[submission.source]:
+            continue
+        elif not earlier["content"].startswith(submissions.CONTENT_DIGEST):
+            again[submission.source] = (f"graded again: its content was recorded by an earlier version of the "
+                                        f"grader, which could miss a change (it scored {earlier['score']:g} before)")
+        else:
+            again[submission.source] = (f"graded again: the submission changed since it was graded "
+                                        f"(it scored {earlier['score']:g} before)")
+    return again
+
+
+def _remove_roots(sandbox_root: str, trusted_root: str) -> None:
+    """The trusted processes' folder is ours alone. The sandboxes' folder is removed only if its workers left it
+    empty: root never deletes in a folder a sandbox could have written to."""
+    shutil.rmtree(trusted_root, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        os.rmdir(sandbox_root)
+
+
+def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier_rows, progress,
+           keep: str | None = None, contents=None, again=None, suite: str = "", gradebook_too: bool = True
+           ) -> list[dict]:
+    """Run up to `workers` submissions at once; write each result as soon as it is in (with the content it was
+    graded on, and why it was graded again, if it was: see regrades), and grades.csv with it (gradebook_too; a
+    shard writes none: it holds a part of the class)."""
+    waiting = collections.deque(todo)
+    running: dict[int, tuple] = {}   # result fd -> (submission, job)
+    rows: list[dict] = []
+    allowed = limits.submission_net + SAFETY_MARGIN
+
+    def record(submission, outcome: Outcome):
+        attempts = gradebook.attempts_before(out, submission.slug) + 1 if outcome.engine_failure else 1
+        row = gradebook.row_from_outcome(submission, outcome, note, attempts)
+        row["content"] = (contents or {}).get(submission.source)
+        row["graded_with"] = suite
+        if (again or {}).get(submission.source):
+            row["message"] = "; ".join(filter(None, [again[submission.source], row["message"]]))
+        gradebook.write_result(out, row, gradebook.results_document(outcome, row))
+        rows.append(row)
+        if gradebook_too:
+            gradebook.write_csv(out, earlier_rows + rows)
+        progress.finished(row["status"], submission.name)
+
+    progress.show()
+    while waiting or running:
+        while waiting and len(running) < workers:
+            submission = waiting.popleft()
+            try:
+                kept = os.path.join(os.path.abspath(keep), submission.slug) if keep else None
+                job = template.start(submission.location, kept)
+            except (OSError, RuntimeError) as error:   # the template is gone: every row still gets written
+                record(submission, Outcome.failed(f"grader error: could not start grading ({error})"))
+                continue
+            running[job.fd] = (submission, job)
+        ready, _, _ = select.select(list(running), [], [], 1.0)
+        for fd in ready:
+            submission, job = running[fd]
+            chunk = os.read(fd, 1 << 16)
+            if chunk:
+                job.data += chunk
+                continue
+            del running[fd]
+            os.close(fd)
+            record(submission, job.outcome())
+        for _submission, job in running.values():
+            if job.clock.elapsed() > allowed:   # a hung worker: an engine bug, never the student's code
+                processes.kill_group(job.pid)
+        if not ready:
+            progress.show()
+    return rows
+

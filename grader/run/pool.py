@@ -1,0 +1,174 @@
+"""Grading processes for a batch: a clean template forks one worker per submission.
+
+The template is a new program (fork, then exec of a fresh Python with an environment and a command
+line of its own), started before the batch reads anything about the class (names, sources, earlier
+scores): a worker, and every sandbox it forks, holds nothing about other students in memory, and
+nothing of the grader's environment or command line either (a forked copy of the batch would keep
+both on its stack, readable in /proc/self/environ and /proc/self/cmdline, tokens and paths among
+them). What the template needs (the module path and the run's settings) it reads from its socket.
+The batch itself never imports torch: the template does, and warms itself up, while the batch probes
+the kernel's layers and reads the class. One process per submission also means a worker that dies
+takes only its own submission with it: the batch sees the result pipe close without an outcome.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+from dataclasses import dataclass, field
+
+from grader.contain import processes
+from grader.contain.load_free import LoadFreeClock
+from grader.run.outcome import Outcome
+from grader.run.run_settings import NO_GPU, Settings
+
+PID = struct.Struct("!q")
+LENGTH = struct.Struct("!I")   # of each message before the jobs: the boot, then the settings
+# The template's whole command line besides the interpreter: it reads the rest from its socket (argv[1]).
+BOOT = ("import json, socket, struct, sys\n"
+        "control = socket.socket(fileno=int(sys.argv[1]))\n"
+        "(size,) = struct.unpack('!I', control.recv(4, socket.MSG_WAITALL))\n"
+        "boot = json.loads(control.recv(size, socket.MSG_WAITALL))\n"
+        "sys.path[:] = boot['path']\n"
+        "from grader.run.pool import start_template\n"
+        "start_template(control, boot)\n")
+# The template's environment: nothing of the grader's but the library path, which torch may need to load.
+KEPT_VARIABLES = ("LD_LIBRARY_PATH",)
+
+
+def template_environment() -> dict[str, str]:
+    kept = {name: os.environ[name] for name in KEPT_VARIABLES if name in os.environ}
+    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **NO_GPU, **kept}
+
+
+@dataclass
+class Job:
+    pid: int            # the worker (leader of its own process group)
+    fd: int             # read end of its result pipe
+    clock: LoadFreeClock   # since it started: its tree's time, not counting waits for a busy machine's CPU
+    data: bytearray = field(default_factory=bytearray)
+
+    def outcome(self) -> Outcome:
+        """The worker's outcome, or a grader error if it died without one."""
+        try:
+            return Outcome.from_json(bytes(self.data).decode())
+        except (ValueError, UnicodeDecodeError):
+            return Outcome.failed("grader error: the grading process ended without a result")
+
+
+class Template:
+    """A forked process with torch and the sandbox's code loaded and warm (pytest and the second device too,
+    once a second worker is wanted), and nothing else.
+
+    It starts before the run's settings are known (the command's first step: pool.py imports nothing heavy), so
+    that torch's import runs side by side with reading the arguments, probing the kernel's layers and finding the
+    class; configure hands it the settings, before the first job. Closing it twice is harmless."""
+
+    def __init__(self):
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        parent = os.getpid()
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                self.control.close()
+                os.set_inheritable(theirs.fileno(), True)
+                os.execve(sys.executable, [sys.executable, "-c", BOOT, str(theirs.fileno())], template_environment())
+            finally:
+                os._exit(1)   # the batch notices the closed socket
+        theirs.close()
+        self.closed = False
+        self._send(json.dumps({"path": sys.path, "parent": parent}))
+
+    def configure(self, settings: Settings) -> None:
+        self._send(settings.to_json())
+
+    def _send(self, text: str) -> None:
+        data = text.encode()
+        self.control.sendall(LENGTH.pack(len(data)) + data)
+
+    def start(self, source: str, keep: str | None = None) -> Job:
+        """Grade source in a new worker; keep: a folder for its pytest log and its sandboxes' output."""
+        read_end, write_end = os.pipe()
+        try:
+            socket.send_fds(self.control, [os.fsencode(source) + b"\0" + os.fsencode(keep or "")], [write_end])
+        finally:
+            os.close(write_end)
+        reply = self.control.recv(PID.size, socket.MSG_WAITALL)
+        if len(reply) != PID.size:
+            os.close(read_end)
+            raise RuntimeError("the grading template process went away")
+        pid = PID.unpack(reply)[0]
+        return Job(pid, read_end, LoadFreeClock(pid))
+
+    def close(self) -> None:
+        """After the last job the template's workers are all done, so it goes at once (it may still be warming
+        up for jobs that will not come); on an interrupted run its workers go with it (parent-death signal)."""
+        if self.closed:
+            return
+        self.closed = True
+        self.control.close()
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+
+
+def start_template(control: socket.socket, boot: dict) -> None:
+    """The template program's entry (BOOT), then the template's loop."""
+    _template_main(control, boot["parent"])
+
+
+def _template_main(control: socket.socket, parent: int) -> None:
+    code = 0
+    try:
+        processes.die_with_parent(parent)
+        from grader.run import worker  # torch: in the template, never in the batch
+
+        sys.argv[:] = ["autograder-template"]
+        settings = Settings.from_json(_receive(control))   # sent once the batch has probed the kernel's layers
+        worker.prepare_template(full=False)   # the first worker starts sooner (see prepare_template)
+        served = 0
+        while True:
+            message, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 1)
+            if not message or len(fds) != 1:
+                break
+            if served:
+                worker.prepare_template()    # once a second worker is wanted: from then on all start warm
+            served += 1
+            source, keep = (os.fsdecode(part) for part in message.split(b"\0", 1))
+            template = os.getpid()
+            pid = os.fork()
+            if pid == 0:
+                control.close()
+                _worker_main(source, keep or None, fds[0], settings, template)
+            os.close(fds[0])
+            control.sendall(PID.pack(pid))
+            processes.reap(block=False)
+        processes.reap(block=True)
+    except BaseException:  # noqa: BLE001 - the batch notices the closed socket
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _receive(control: socket.socket) -> str:
+    (size,) = LENGTH.unpack(control.recv(LENGTH.size, socket.MSG_WAITALL))
+    return control.recv(size, socket.MSG_WAITALL).decode()
+
+
+def _worker_main(source: str, keep: str | None, result_fd: int, settings: Settings, parent: int) -> None:
+    code = 0
+    try:
+        from grader.run import worker
+
+        processes.die_with_parent(parent)
+        os.setpgid(0, 0)   # the batch can kill this worker and its trusted process in one go
+        data = worker.grade_one(source, settings, private_fds=(result_fd,), keep=keep).to_json().encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(result_fd, view):]
+    except BaseException:  # noqa: BLE001 - no outcome written: the batch records a grader error
+        code = 1
+    finally:
+        os._exit(code)

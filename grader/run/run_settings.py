@@ -1,0 +1,40 @@
+"""What every grading process of a run is told: the limits, the isolation plan and where its folders are.
+
+Made by the batch (batch.py), carried by the template (pool.py) to each worker (worker.py): its own module,
+so that neither of those two imports the other.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # the batch imports this before it starts the template: nothing heavy (the spec) on that path
+    from grader.contain import isolation
+    from grader.contain.limits import Limits
+
+# The engine's processes run on the CPU (a sandbox opens no GPU device file): CUDA hidden from torch, so that on a
+# GPU machine torch.cuda.is_available() is simply False there, not an error of a driver it cannot reach (seen on
+# an H100). Set in the template's environment (pool.py) and again in each sandbox's (sandbox.py).
+NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}
+
+
+@dataclass(frozen=True)
+class Settings:
+    limits: Limits
+    plan: isolation.Plan         # the layers every sandbox applies (isolation.probe)
+    sandbox_root: str            # 0711: sandboxes can enter their own folder but list nothing
+    trusted_root: str            # 0700: the trusted processes' scratch space
+
+    def to_json(self) -> str:
+        return json.dumps({"limits": asdict(self.limits), "plan": self.plan.to_json(),
+                           "sandbox_root": self.sandbox_root, "trusted_root": self.trusted_root})
+
+    @classmethod
+    def from_json(cls, text: str) -> Settings:
+        from grader.contain import isolation
+        from grader.contain.limits import Limits
+
+        data = json.loads(text)
+        return cls(Limits(**data["limits"]), isolation.Plan.from_json(data["plan"]), data["sandbox_root"],
+                   data["trusted_root"])

@@ -1,0 +1,237 @@
+"""The sandbox process: locks itself down, imports one submission and answers calls from the trusted grader.
+
+It is forked from a template that has torch imported but has never seen the hidden tests or the
+reference. Right after the fork it leaves the grader's session, keeps only its socket and output
+pipe, forgets the project's modules and paths, and applies the run's isolation plan
+(isolation.enter and isolation.lock: namespaces, private mounts, IPC limits, rlimits, its own
+user id, Landlock). Only then does it import the student's code. Calls arrive as typed messages
+(messages.py) and run through executor.py; what goes back is plain data for the trusted side to
+check. If the plan cannot be applied it says so (Broken) and runs nothing.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import pathlib
+import socket
+import sys
+import tempfile
+
+import torch
+
+from grader.contain import isolation, processes, tripwires
+from grader.paths import REPO
+from grader.run.run_settings import NO_GPU
+from grader.wire import emulated, executor, messages, protocol
+from grader.wire.messages import CallReply, CallRequest, Failure, ModuleReply, Ready
+
+_SELF = sys.modules[__name__]   # kept: the project's entries of sys.modules are dropped before student code runs
+PROJECT_PACKAGES = ("student", "grading_tests", "assignment", "grader", "autograder", "tests", "benchmarks", "examples")
+
+
+_warm = {"cpu": False, "second device": False}
+
+
+def warm_up() -> None:
+    """Run the torch paths student code typically needs once on the CPU, and the wire, so forked sandboxes
+    (and the trusted process) start warm. Once per template."""
+    if _warm["cpu"]:
+        return
+    emulated.install()   # the template never touches CUDA: every sandbox forked from it has the second device
+    torch.set_num_threads(1)
+    q = torch.randn(2, 3, 4, 8, requires_grad=True)
+    mask = torch.ones(4, 4, dtype=torch.bool).tril()
+    scores = (torch.matmul(q, q.transpose(-2, -1)) * 8 ** -0.5).masked_fill(~mask, float("-inf"))
+    weights = torch.nn.functional.dropout(torch.softmax(scores, dim=-1), 0.1)
+    torch.nn.Linear(8, 8)(weights @ q) + torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+    q.transpose(1, 2).reshape(2, 4, 24).view(2, 4, 3, 8).permute(0, 2, 1, 3).contiguous()
+    torch.where(mask, scores, torch.zeros(())).sum(-1, keepdim=True)
+    # No backward: the template's first backward would start autograd's thread for each device, the emulated
+    # one too, and a process forked from it could then run no backward at all (autograd refuses after a fork).
+    torch.einsum("bhld,bhsd->bhls", q.detach().half(), q.detach().half())
+    torch.nn.functional.scaled_dot_product_attention(q.double(), q.double(), q.double(), is_causal=True)
+    request = messages.CallRequest("scaled_scores", (torch.ones(2, dtype=torch.bfloat16), torch.float16), {})
+    messages.decode(protocol.decode(request.encode()[protocol.LENGTH.size:], views=True), *messages.REQUESTS)
+    _warm["cpu"] = True
+
+
+def second_device_is_warm() -> bool:
+    return _warm["second device"]
+
+
+def warm_up_second_device() -> None:
+    """The emulated device's first use loads torch's tensor-subclass machinery (about 0.7 s: torch checks each
+    subclass against its distributed tensors): once per template, or, in a sandbox forked before the template did
+    it, in the sandbox itself. (A background thread for it gained nothing: the import holds the interpreter lock.)"""
+    if _warm["second device"]:
+        return
+    device = emulated.device()
+    q = torch.randn(2, 3, 4, 8).to(device)
+    mask = torch.ones(4, 4, dtype=torch.bool, device=device).tril()
+    scores = (torch.matmul(q, q.transpose(-2, -1)) * 8 ** -0.5).masked_fill(~mask, float("-inf"))
+    out = torch.nn.functional.dropout(torch.softmax(scores, dim=-1), 0.1) @ q
+    out = out + torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+    torch.nn.Linear(8, 8).to(device)(out)
+    torch.tensor([2, 3], device=device).tolist()
+    # No backward here: autograd runs a device's backward in a thread of its own, which a fork cannot carry.
+    _warm["second device"] = True
+
+
+def _installation_paths() -> list[str]:
+    """The sys.path folders of the Python installation (stdlib, site-packages), never the project's own.
+
+    A virtual environment may live inside the repository (.venv): its folders are installation.
+    """
+    prefixes = {os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    repo = str(REPO) + os.sep
+    keep = []
+    for path in sys.path:
+        if not path or not os.path.isdir(path):
+            continue
+        real = os.path.realpath(path) + os.sep
+        inside = [prefix for prefix in prefixes if real.startswith(prefix)]
+        if inside and (not real.startswith(repo) or any(prefix.startswith(repo) for prefix in inside)):
+            keep.append(path)
+    return keep
+
+
+def _forget_project(submission: str, keep_handles: bool) -> None:
+    """Drop the project's modules and paths; keep only the Python installation importable.
+
+    keep_handles: the sandbox's own user cannot reach the installation when it lies under a folder
+    closed to it (the repository, root's 0700 home), so each kept import path is opened now, as
+    root, and used as /proc/self/fd/N: that reaches the folder itself, not its parents.
+    """
+    for name in [n for n in sys.modules if n.split(".")[0] in PROJECT_PACKAGES]:
+        del sys.modules[name]
+    keep = _installation_paths()
+    if keep_handles:
+        handles = {p: f"/proc/self/fd/{os.open(p, os.O_RDONLY | os.O_DIRECTORY)}" for p in keep}
+        def moved(path: str) -> str:
+            return next((h + path[len(p):] for p, h in handles.items() if path == p or path.startswith(p + os.sep)),
+                        path)
+
+        keep = [handles[p] for p in keep]
+        for module in list(sys.modules.values()):
+            search = getattr(module, "__path__", None)
+            if isinstance(search, list):
+                search[:] = [moved(entry) for entry in search]
+    sys.path[:] = [submission, *keep]
+    sys.path_importer_cache.clear()
+    importlib.invalidate_caches()
+
+
+def _own_descriptors(sock_fd: int, out_fd: int) -> int:
+    """Make stdout/stderr the output pipe, stdin /dev/null, close everything else; returns the socket fd."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out_fd, 1)
+    os.dup2(out_fd, 2)
+    new_sock = os.dup2(sock_fd, 3, inheritable=False) if sock_fd != 3 else 3
+    os.closerange(4, 65536)
+    return new_sock
+
+
+def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan, *, warm_second: bool = True) -> None:
+    """Body of the forked sandbox process; never returns. warm_second=False skips the second device's warm-up
+    (a first sandbox serving the CPU tests while another one warms up): a call there then pays it once."""
+    code = 0
+    try:
+        processes.die_with_parent(os.getppid())   # the worker
+        os.setsid()
+        sock = socket.socket(fileno=_own_descriptors(sock_fd, out_fd))
+        try:
+            isolation.enter(plan)          # with a PID namespace, the rest runs in the box's init
+            submission, home = box.view(plan)
+            _forget_project(submission, keep_handles=plan.has("uid"))
+            isolation.lock(plan, box)
+        except OSError as error:
+            sock.sendall(messages.Broken(f"the sandbox could not apply {plan.line()!r}: {error}").encode())
+            return
+        sock.sendall(messages.Locked().encode())   # the engine's last word: student code may write here from now on
+        os.chdir(home)
+        os.umask(0o077)
+        os.environ.clear()
+        # USER and LOGNAME: the box's user id is in no password database, and code that asks who runs it
+        # (getpass.getuser(), which torch.compile's caches call in torch 2.11) must get an answer, not a KeyError.
+        os.environ.update({"PATH": "/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
+                           "OMP_NUM_THREADS": "1", "USER": "sandbox", "LOGNAME": "sandbox", **NO_GPU,
+                           **{name: os.path.join(home, folder) for name, folder in isolation.CACHE_FOLDERS.items()}})
+        # Its own folder, named rather than found: tempfile finds one by creating a file in each candidate, which a
+        # box that may write nothing (seccomp.py) fails at, and the template's choice may be a folder it cannot use.
+        tempfile.tempdir = home
+        executor.disable_compilation()
+        sys.dont_write_bytecode = True
+        sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - for good
+        sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - for good
+        emulated.install()   # a sandbox reaches no GPU: its second device is always the emulated one (the template's)
+        if warm_second:
+            warm_up_second_device()   # under the sandbox's limits, before the submission is imported
+        wires = tripwires.Tripwires(submission, [home, *isolation.installation_roots()],
+                                    {"executor": executor, "protocol": protocol, "messages": messages,
+                                     "sandbox": _SELF})
+        wires.install()
+        serve(sock, wires)
+    except BaseException:  # noqa: BLE001 - the sandbox ends here whatever happened
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def serve(sock, wires: tripwires.Tripwires) -> None:
+    reader = protocol.FrameReader(sock, views=True)   # requests: tensors keep the layouts the tests gave them
+    try:   # a spare waits here, locked down, its student code not yet run, until the trusted side takes it over
+        messages.decode(reader.read(None), messages.Go)
+    except protocol.ProtocolError:   # closed (a spare never used) or not the trusted side's word
+        return
+    try:
+        student, unloadable = executor.import_student()   # a module that fails costs only its own names
+    except BaseException as error:  # noqa: BLE001 - SystemExit at import is an import failure too
+        _flush()
+        sock.sendall(Failure(type(error).__name__[:100], _describe(error), wires.drain()).encode())
+        return
+    _flush()
+    sock.sendall(Ready(unloadable, wires.drain()).encode())
+    while True:
+        try:
+            request = messages.decode(reader.read(None), *messages.REQUESTS)
+        except protocol.Closed:
+            return
+        reply = answer(student, request, wires)
+        _flush()
+        try:
+            data = reply.encode()
+        except BaseException as error:  # noqa: BLE001 - a value the wire cannot carry, or a student's patch
+            why = executor.StudentFailure.of(error).message
+            data = Failure("TypeError", f"the result could not be sent back: {why}", wires.drain()).encode()
+        sock.sendall(data)
+
+
+def answer(student, request, wires: tripwires.Tripwires):
+    try:
+        if isinstance(request, CallRequest):
+            called = executor.execute_call(student, request.function, request.args, request.kwargs, request.options)
+            return CallReply(called.value, called.devices, called.input_grads, called.args_after,
+                             called.attention_calls, wires.drain())
+        ran = executor.execute_module(student, request.spec, request.options)
+        return ModuleReply(ran.parameters, ran.output, ran.devices, ran.input_grads, ran.param_grads,
+                           ran.inputs_after, ran.attention_calls, wires.drain())
+    except BaseException as error:  # noqa: BLE001 - everything the student raises is reported, even SystemExit
+        failure = error if isinstance(error, executor.StudentFailure) else executor.StudentFailure.of(error)
+        return Failure(failure.type_name, failure.message, wires.drain())
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, SyntaxError):
+        where = pathlib.Path(error.filename or "?").name
+        return f"{error.msg} ({where}, line {error.lineno})"
+    return executor.StudentFailure.of(error).message
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001 - the student may have replaced or closed its streams
+            continue
+

@@ -1,0 +1,177 @@
+"""The trusted grading process of one submission: runs the hidden suite with the sandbox gateway.
+
+Forked per submission from the template, so every submission starts from the same clean state
+(same scores whatever ran before or in parallel). It is the only process that runs
+grading_tests; student code never runs here. It has limits of its own (limits.py), so even a
+forged answer that got past every check could not make it allocate or compute without bound.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from assignment.spec import SPEC
+from grader.contain.limits import Limits, apply_trusted_limits
+from grader.paths import GRADING_DIR, REPO
+from grader.run.files import atomic_write
+from grader.run.outcome import Outcome
+
+OUTPUT_SHOWN = 2000   # characters of the submission's own printing shown in its feedback
+TRUSTED_SECONDS = 300.0   # CPU seconds of the suite's own work, beyond the student's budget
+# pytest as the engine runs it: no plugins from the environment, no assertion rewriting (the checks raise
+# their own messages), no per-test output capture or log capture (the output goes to pytest.log), no
+# garbage collection after the session for unraisable exceptions (a tenth of a second).
+PYTEST_ARGS = ["-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:logging", "-p", "no:unraisableexception",
+               "-p", "no:threadexception", "--assert=plain",
+               "--capture=no", "-o", "addopts=", "--tb=line", f"--rootdir={REPO}"]
+
+
+class _SecondDeviceLast:
+    """pytest plugin: the tests that run student code on a second device go last, so the sandbox that warms up
+    the second device meanwhile (worker.py) is ready when they start. (The results keep the suite's order.)"""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items):
+        items.sort(key=lambda item: item.get_closest_marker("second_device") is not None)
+
+
+def run(control, work_dir: str, limits: Limits, package: str, hidden_files: bool = True) -> None:
+    """Body of the forked trusted process: grade the student/ package at `package` (read here only as text: the
+    sandboxes run it), write work_dir/result.json, never return. hidden_files: whether the sandboxes are kept from
+    the grader's files (isolation.Plan.hides_the_graders_files)."""
+    code = 0
+    try:
+        log_fd = os.open(os.path.join(work_dir, "pytest.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        os.chdir(work_dir)   # anything pytest writes stays in this private folder
+        apply_trusted_limits(limits, limits.budget + TRUSTED_SECONDS)
+        atomic_write(os.path.join(work_dir, "result.json"), grade(control, limits, package, hidden_files).to_json())
+    except BaseException as error:  # noqa: BLE001 - reported to the worker as a grader error
+        code = 1
+        print(f"grader error: {type(error).__name__}: {error}", flush=True)
+    finally:
+        sys.stdout.flush()
+        os._exit(code)
+
+
+def grade(control, limits: Limits, package: str, hidden_files: bool = True) -> Outcome:
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    from grader.gateway.client import SandboxGateway, SessionLog, Spawner
+    from grader.scoring import error_results, gradescope_results
+    from grader.suite import GradingPlugin
+
+    log = SessionLog()
+    def gateway(_config) -> SandboxGateway:
+        made = SandboxGateway(Spawner(control), limits, log, words_shown=hidden_files)
+        made.note_source(package)   # the rule's evidence the sandbox cannot erase: its source, read as text
+        return made
+
+    plugin = GradingPlugin(gateway)
+    exit_code = int(pytest.main([str(GRADING_DIR), *PYTEST_ARGS], plugins=[plugin, _SecondDeviceLast()]))
+    for made in plugin.gateways:
+        if isinstance(made, SandboxGateway):
+            made.close()
+    with open("sandbox-output.txt", "wb") as handle:   # in the trusted process's own folder, for --keep
+        handle.write(bytes(log.output))
+    report = plugin.report() if plugin.outcomes else None
+    flags = flags_of(log, plugin.flags())
+    status, message = judge(log, limits, exit_code, report)
+    if report is None or log.broken is not None:
+        return Outcome("error", message, engine_failure=True, flags=flags)
+    if log.import_failure is not None or imports_nothing(log.unloadable):
+        # Nothing could be called: every answer was the import's error, which earns nothing (a ValueError at
+        # import must not pass the tests that expect one). Said once, at the top.
+        results = error_results(status, message, extra_output=feedback_notes(log, flags))
+        return Outcome(status, message, max_score=report.max_score, results=results, flags=flags,
+                       part_scores={str(p): 0.0 for p in report.part_scores},
+                       part_max={str(p): s for p, s in report.part_max.items()})
+    lead = "" if status == "graded" and not message else f"{status}: {message}"
+    results = gradescope_results(report, extra_output=feedback_notes(log, flags), lead=lead)
+    return Outcome(status, message, score=report.score, max_score=report.max_score,
+                   part_scores={str(p): s for p, s in report.part_scores.items()},
+                   part_max={str(p): s for p, s in report.part_max.items()}, results=results,
+                   engine_failure=exit_code not in (0, 1), flags=flags)   # pytest itself failed: the engine's fault
+
+
+def judge(log, limits: Limits, exit_code: int, report) -> tuple[str, str]:
+    """(status, one-line message) for the gradebook."""
+    if log.broken is not None:
+        return "error", f"grader error: {log.broken}"
+    if exit_code not in (0, 1) or report is None:
+        return "error", f"grader error: the grading suite exited with code {exit_code} (see the engine's log)"
+    if log.import_failure is not None:
+        failure = log.import_failure
+        status = "timeout" if failure.type_name == "Timeout" else "error"
+        return status, _one_line(f"{failure.type_name}: {failure.message}")
+    if imports_nothing(log.unloadable):
+        return "error", unloadable_note(log.unloadable, nothing=True)
+    status, message = _judge_calls(log, limits)
+    return status, "; ".join(filter(None, [message, unloadable_note(log.unloadable)]))
+
+
+def _judge_calls(log, limits: Limits) -> tuple[str, str]:
+    if log.budget_exhausted:
+        return "timeout", (f"time budget of {limits.budget:g} s used up (CPU time, or wall-clock time not spent "
+                           f"waiting for a CPU); the points earned before are kept, later calls were not run")
+    if log.timeouts:
+        names = ", ".join(sorted(set(log.timeouts)))
+        return "timeout", f"{len(log.timeouts)} call(s) timed out: {names}"
+    if log.refusals:
+        names = ", ".join(sorted(set(log.refusals)))
+        return "graded", f"{len(log.refusals)} answer(s) refused as malformed or forged: {names}"
+    if log.crashes:
+        names = ", ".join(sorted(set(log.crashes)))
+        return "graded", f"the sandbox died in {len(log.crashes)} call(s) and was restarted: {names}"
+    return "graded", ""
+
+
+def imports_nothing(unloadable: dict[str, str]) -> bool:
+    """Every graded name failed to import (one that imports in part is graded in part)."""
+    return set(unloadable) >= {*SPEC.functions, SPEC.module_class}
+
+
+def unloadable_note(unloadable: dict[str, str], nothing: bool = False) -> str:
+    """The graded names that could not be imported and why, in one line ("" when all imported); when nothing
+    imported, the reason first (a syntax error's file and line is what the student needs to see)."""
+    by_reason: dict[str, list[str]] = {}
+    for name in (name for name in (*SPEC.functions, SPEC.module_class) if name in unloadable):
+        by_reason.setdefault(unloadable[name], []).append(name)
+    notes = [f"{why}: nothing could be imported ({', '.join(names)})" if nothing
+             else f"could not import {', '.join(names)}: {why} (the rest was graded)"
+             for why, names in by_reason.items()]
+    return _one_line("; ".join(notes), limit=500) if notes else ""
+
+
+def flags_of(log, gateway_flags: list[str]) -> list[str]:
+    """What an instructor should look at: forbidden calls (the gateways), forged answers (refused here), and
+    what the sandboxes' tripwires saw (their own report: a hint, it can be silenced)."""
+    flags = list(gateway_flags)
+    if log.refusals:
+        flags.append(f"tampering with the sandbox: {len(log.refusals)} answer(s) refused as forged or malformed "
+                     f"({', '.join(sorted(set(log.refusals)))})")
+    flags += [f"sandbox saw {note}" for note in log.notes]
+    return flags
+
+
+def feedback_notes(log, flags: list[str]) -> str:
+    """What the student reads after the tests: what their code printed, and what was flagged. Not the machine's
+    isolation (the grader reads that in the gradebook row, which the results file carries in extra_data)."""
+    from grader.sanitize import printable
+
+    notes = []
+    if log.output_total:
+        shown = printable(bytes(log.output[:OUTPUT_SHOWN]).decode("utf-8", "replace"), newlines=True)
+        notes.append(f"Your code printed {log.output_total} bytes; the first {len(shown)} characters:\n{shown}")
+    if flags:
+        notes.append("Flagged for your instructor to look at:\n" + "\n".join(f"- {flag}" for flag in flags))
+    return "\n\n".join(notes)
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + " [...]"
