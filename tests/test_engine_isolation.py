@@ -53,6 +53,16 @@ def test_a_layer_switched_off_is_reported_by_name_and_the_others_still_hold(laye
     assert os.listdir(sandbox_root) == []   # the probe leaves nothing behind
 
 
+@pytest.mark.parametrize("layer", isolation.TABLE, ids=lambda layer: layer.name)
+def test_each_layers_proof_fails_outside_a_box(layer, tmp_path):
+    """The probe believes a layer only on its proof: here, on the grader's side of every layer, no proof holds."""
+    bait = tmp_path / "bait"
+    bait.write_text("readable by anyone outside a box")
+    box = isolation.Box(str(tmp_path), str(tmp_path / "scratch"), isolation.sandbox_uid(os.getpid()),
+                        memory_group=str(tmp_path / "no-group"))
+    assert not layer.in_force(box, str(bait))
+
+
 def test_with_every_layer_off_the_run_says_it_is_not_isolated(sandbox_root, monkeypatch):
     monkeypatch.setenv(isolation.DISABLE_ENV, ",".join(isolation.LAYERS))
     assert isolation.probe(sandbox_root).line().startswith("not isolated: no pid (switched off")

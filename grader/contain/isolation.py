@@ -48,12 +48,12 @@ import shutil
 import socket
 import stat
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from grader.contain import kernel, memcg, processes, seccomp
 from grader.contain.limits import Limits, apply_sandbox_limits
 
-LAYERS = ("pid", "ipc", "net", "mnt", "landlock", "uid", "memory", "seccomp")
 NAMESPACES = {"pid": kernel.CLONE_NEWPID, "ipc": kernel.CLONE_NEWIPC, "net": kernel.CLONE_NEWNET,
               "mnt": kernel.CLONE_NEWNS}
 DISABLE_ENV = "AUTOGRADER_SANDBOX_LAYERS_OFF"
@@ -70,10 +70,34 @@ CACHE_FOLDERS = {"TORCHINDUCTOR_CACHE_DIR": ".cache/torchinductor"}
 # Where a box without its own mounts can leave files (cleaned as its own user afterwards).
 SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")
 IPC_RMID = 0   # shmctl, msgctl, semctl: remove the object
+IPC_LIMIT = ("kernel/shmmni", 16)   # one of the limits a box sets in its own IPC namespace (read back by the probe)
 
 
 class IsolationError(OSError):
     """A layer the probe found working failed in a sandbox: the sandbox must not run student code."""
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A row of the table of layers: its name (as the isolation line writes it) and the probe's proof that it is
+    in force in a box that has locked itself down (bait: a file outside the box's allowlist). How it is applied
+    is its steps in ENTER (memory, the namespaces) and LOCK_STEPS."""
+    name: str
+    in_force: Callable[[Box, str], bool]
+
+
+# The layers, in the order the isolation line names them.
+TABLE = (
+    Layer("pid", lambda box, bait: os.getpid() == 1),
+    Layer("ipc", lambda box, bait: _ipc_bounded()),
+    Layer("net", lambda box, bait: [name for _index, name in socket.if_nameindex()] == ["lo"]),
+    Layer("mnt", lambda box, bait: _size(BOX_TMP) == box.limits.scratch_bytes and _writable(BOX_HOME)),
+    Layer("landlock", lambda box, bait: not _readable(bait)),
+    Layer("uid", lambda box, bait: os.getuid() == box.uid),
+    Layer("memory", lambda box, bait: memcg.member(box.memory_group)),   # the kernel counts this process in it
+    Layer("seccomp", lambda box, bait: _locks_refused()),
+)
+LAYERS = tuple(layer.name for layer in TABLE)
 
 
 @dataclass(frozen=True)
@@ -238,22 +262,14 @@ def probe(scratch_parent: str) -> Plan:
 
 
 def _probe_child(plan: Plan, box: Box, bait: str) -> list[tuple[str, str]]:
+    """Lock down as a sandbox does, then prove each layer that did not fail on the way."""
     failures = enter(plan, strict=False)
     plan = plan.without(failures)
     failures += lock(plan, box, strict=False)
-    checks = {
-        "pid": lambda: os.getpid() == 1,
-        "net": lambda: [name for _index, name in socket.if_nameindex()] == ["lo"],
-        "uid": lambda: os.getuid() == box.uid,
-        "landlock": lambda: not _readable(bait),
-        "mnt": lambda: _size(BOX_TMP) == box.limits.scratch_bytes and _writable(BOX_HOME),
-        "memory": lambda: memcg.member(box.memory_group),   # the kernel counts this process in the box's group
-        "seccomp": _locks_refused,
-    }
     failed = {layer for layer, _ in failures}
-    for layer, check in checks.items():
-        if plan.has(layer) and layer not in failed and not check():
-            failures.append((layer, "applied but not in force"))
+    for layer in TABLE:
+        if plan.has(layer.name) and layer.name not in failed and not layer.in_force(box, bait):
+            failures.append((layer.name, "applied but not in force"))
     return failures
 
 
@@ -266,6 +282,15 @@ def _readable(path: str) -> bool:
     try:
         with open(path, "rb"):
             return True
+    except OSError:
+        return False
+
+
+def _ipc_bounded() -> bool:
+    """The box's IPC namespace is its own: the kernel reports the small limits the box set there (_bound_ipc),
+    not the host's."""
+    try:
+        return kernel.shared_memory_segments_allowed() == IPC_LIMIT[1]
     except OSError:
         return False
 
@@ -362,54 +387,96 @@ def _become_init() -> None:
         os._exit(code)
 
 
-def lock(plan: Plan, box: Box, *, strict: bool = True) -> list[tuple[str, str]]:
-    """After enter(): private mounts, IPC limits, rlimits, own user id or no capabilities, Landlock.
-    The last step before student code; returns the layers that failed (strict: raises)."""
-    failures: list[tuple[str, str]] = []
+@dataclass
+class Lockdown:
+    """A box locking itself down (lock): what its steps share."""
+    plan: Plan                  # the layers it was asked to apply
+    box: Box
+    failures: list[tuple[str, str]] = field(default_factory=list)   # (layer, why) of the steps that failed
+    own_proc: bool = False      # it mounted a /proc of its own (private mounts, with its own PID namespace)
+    ruleset: int = -1           # the Landlock ruleset built, until it is enforced
 
-    def attempt(layer: str, action) -> bool:
-        if not plan.has(layer):
-            return False
-        try:
-            action()
-            return True
-        except OSError as error:
-            if strict:
-                raise IsolationError(error.errno, f"{layer}: {error}") from None
-            failures.append((layer, _why(error)))
-            return False
+    def now(self) -> Plan:
+        """The plan less the layers that failed so far."""
+        return self.plan.without(self.failures)
 
-    if not plan.has("mnt"):     # the box's one writable folder is on the host: its own, empty
-        os.mkdir(box.scratch, 0o700)
-        if box.uid is not None:
-            os.chown(box.scratch, box.uid, box.uid)
-    own_proc = attempt("mnt", lambda: _private_mounts(box, with_proc=plan.has("pid")))
-    attempt("ipc", lambda: _bound_ipc(box.limits))
-    apply_sandbox_limits(box.limits)
-    ruleset = None
-    if plan.has("landlock"):
-        try:
-            rules = _landlock_rules(plan.without(failures), box, own_proc and plan.has("pid"))
-            ruleset = kernel.landlock_ruleset(plan.landlock_abi, rules, deny_tcp=True, scope=True)
-        except OSError as error:
-            if strict:
-                raise IsolationError(error.errno, f"landlock: {error}") from None
-            failures.append(("landlock", _why(error)))
-    if plan.has("uid"):
-        attempt("uid", lambda: _become(box.uid))
-        kernel.prctl(kernel.PR_SET_PDEATHSIG, 9)   # a change of user id clears it: die with the parent still
-    elif plan.userns and any(plan.has(layer) for layer in NAMESPACES):
-        kernel.drop_all_capabilities()    # root of the user namespace no more: no mount, no unshare, nothing
-        kernel.prctl(kernel.PR_SET_NO_NEW_PRIVS, 1)   # and no exec gives any capability back
-    if ruleset is not None:
-        attempt("landlock", lambda: kernel.landlock_enforce(ruleset))
-    # Last: the filter refuses what the layers that held leave open (and the calls above need).
-    final = plan.without(failures)
-    _, home = box.view(final)
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the lock-down. A step of a layer runs while the plan still holds that layer, and its failure is
+    that layer's (raised where strict); a step of no layer runs in every box where `wanted` says so, and its
+    failure stops the box."""
+    layer: str | None
+    does: str
+    apply: Callable[[Lockdown], object]
+    wanted: Callable[[Lockdown], bool] = lambda lockdown: True
+
+
+def _host_scratch(lockdown: Lockdown) -> None:
+    box = lockdown.box
+    os.mkdir(box.scratch, 0o700)
+    if box.uid is not None:
+        os.chown(box.scratch, box.uid, box.uid)
+
+
+def _mounts(lockdown: Lockdown) -> None:
+    _private_mounts(lockdown.box, with_proc=lockdown.plan.has("pid"))
+    lockdown.own_proc = lockdown.plan.has("pid")
+
+
+def _build_landlock(lockdown: Lockdown) -> None:
+    rules = _landlock_rules(lockdown.now(), lockdown.box, lockdown.own_proc)
+    lockdown.ruleset = kernel.landlock_ruleset(lockdown.plan.landlock_abi, rules, deny_tcp=True, scope=True)
+
+
+def _no_capabilities(lockdown: Lockdown) -> None:
+    kernel.drop_all_capabilities()    # root of the user namespace no more: no mount, no unshare, nothing
+    kernel.prctl(kernel.PR_SET_NO_NEW_PRIVS, 1)   # and no exec gives any capability back
+
+
+def _cache_folders(lockdown: Lockdown) -> None:
+    _, home = lockdown.box.view(lockdown.now())
     for folder in CACHE_FOLDERS.values():
         os.makedirs(os.path.join(home, folder), exist_ok=True)
-    attempt("seccomp", lambda: seccomp.install(seccomp.rules_for(final.held, os.getpid())))
-    return failures
+
+
+# The lock-down after enter(), in order: the last step before student code runs.
+LOCK_STEPS = (
+    Step(None, "a scratch folder of its own on the host, empty", _host_scratch,
+         wanted=lambda lockdown: not lockdown.plan.has("mnt")),
+    Step("mnt", "private mounts: a bounded /tmp, the submission read-only, a /proc of its own", _mounts),
+    Step("ipc", "small IPC limits in its own IPC namespace", lambda lockdown: _bound_ipc(lockdown.box.limits)),
+    Step(None, "rlimits", lambda lockdown: apply_sandbox_limits(lockdown.box.limits)),
+    Step("landlock", "the filesystem allowlist, built while the files are still in reach", _build_landlock),
+    Step("uid", "a user id of its own, for good", lambda lockdown: _become(lockdown.box.uid)),
+    Step(None, "dies with its parent (a change of user id clears that)",
+         lambda lockdown: kernel.prctl(kernel.PR_SET_PDEATHSIG, 9), wanted=lambda lockdown: lockdown.plan.has("uid")),
+    Step(None, "no capability left in its user namespace, and none to regain", _no_capabilities,
+         wanted=lambda lockdown: not lockdown.plan.has("uid") and lockdown.plan.userns
+         and any(lockdown.plan.has(layer) for layer in NAMESPACES)),
+    Step("landlock", "the filesystem allowlist, in force", lambda lockdown: kernel.landlock_enforce(lockdown.ruleset)),
+    Step(None, "torch's cache folders in its home, before a filter that may refuse every write", _cache_folders),
+    Step("seccomp", "the system-call filter, last: it refuses what the layers that held leave open",
+         lambda lockdown: seccomp.install(seccomp.rules_for(lockdown.now().held, os.getpid()))),
+)
+
+
+def lock(plan: Plan, box: Box, *, strict: bool = True) -> list[tuple[str, str]]:
+    """After enter(): LOCK_STEPS, in order. Returns the layers that failed (strict: raises IsolationError)."""
+    lockdown = Lockdown(plan, box)
+    for step in LOCK_STEPS:
+        if not step.wanted(lockdown) or (step.layer is not None and not lockdown.now().has(step.layer)):
+            continue
+        if step.layer is None:
+            step.apply(lockdown)
+            continue
+        try:
+            step.apply(lockdown)
+        except OSError as error:
+            if strict:
+                raise IsolationError(error.errno, f"{step.layer}: {error}") from None
+            lockdown.failures.append((step.layer, _why(error)))
+    return lockdown.failures
 
 
 def _private_mounts(box: Box, *, with_proc: bool) -> None:
@@ -460,7 +527,7 @@ def _bind_read_only(fd: int, target: str) -> None:
 def _bound_ipc(limits: Limits) -> None:
     """Small System V and POSIX IPC limits in the box's own IPC namespace (its sysctls are per namespace)."""
     page = os.sysconf("SC_PAGE_SIZE")
-    values = {"kernel/shmmax": limits.ipc_bytes, "kernel/shmall": limits.ipc_bytes // page, "kernel/shmmni": 16,
+    values = {"kernel/shmmax": limits.ipc_bytes, "kernel/shmall": limits.ipc_bytes // page, IPC_LIMIT[0]: IPC_LIMIT[1],
               "kernel/msgmni": 16, "kernel/msgmnb": 1 << 16, "kernel/msgmax": 8192, "kernel/sem": "32 256 32 16",
               "fs/mqueue/queues_max": 16, "fs/mqueue/msg_max": 16, "fs/mqueue/msgsize_max": 8192}
     for name, value in values.items():
@@ -488,6 +555,7 @@ def installation_roots() -> list[str]:
 
 
 def _landlock_rules(plan: Plan, box: Box, own_proc: bool) -> list[tuple[str, int]]:
+    """What a box may read and write (own_proc: it has a /proc of its own, showing only the box)."""
     read, everything = kernel.READ_RIGHTS, kernel.landlock_fs_rights(plan.landlock_abi)
     submission, home = box.view(plan)
     rules = [(path, read) for path in (*installation_roots(), *SYSTEM_LIBRARIES, submission)]

@@ -73,6 +73,23 @@ def prctl(option: int, arg2: int = 0, arg3: int = 0) -> None:
                        ctypes.c_ulong(0)), f"prctl({option})")
 
 
+# ---------------------------------------------------------------- System V shared memory (shmctl(2))
+_IPC_INFO = 3
+
+
+class _ShmInfo(ctypes.Structure):
+    _fields_ = [("shmmax", ctypes.c_ulong), ("shmmin", ctypes.c_ulong), ("shmmni", ctypes.c_ulong),
+                ("shmseg", ctypes.c_ulong), ("shmall", ctypes.c_ulong), ("unused", ctypes.c_ulong * 4)]
+
+
+def shared_memory_segments_allowed() -> int:
+    """How many System V shared-memory segments this process's IPC namespace allows (shmmni), asked of the kernel
+    itself (IPC_INFO), so that no view of /proc decides it."""
+    info = _ShmInfo()
+    _check(_libc.shmctl(0, _IPC_INFO, ctypes.byref(info)), "shmctl(IPC_INFO)")
+    return int(info.shmmni)
+
+
 # ---------------------------------------------------------------- capabilities (capset(2))
 _CAPABILITY_VERSION_3 = 0x20080522
 
