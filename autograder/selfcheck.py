@@ -43,6 +43,7 @@ from autograder.zoo.bugs import BUGS
 from autograder.zoo.variants import VARIANTS
 from grader.gradescope import engine_bridge
 from grader.paths import REPO
+from grader.row import of_results
 from grader.scoring import PART_POINTS, entry_part, entry_test
 
 DEFAULT_OUT = REPO / "out" / "selfcheck"
@@ -86,10 +87,10 @@ def judge(case: Case, results: dict | None) -> Verdict:
     """Compare one graded submission with what its kind must score."""
     if results is None:
         return Verdict(case.name, case.kind, "a result", "none written", False)
-    row = results.get("extra_data", {}).get("gradebook_row", {})
-    status, score = row.get("status", "?"), float(results.get("score", 0.0))
-    if status != "graded":
-        return Verdict(case.name, case.kind, "graded", f"{status}: {row.get('message', '')}", False)
+    row, score = of_results(results), float(results.get("score", 0.0))
+    if row is None or row.status != "graded":
+        got = "no gradebook row" if row is None else f"{row.status}: {row.message}"
+        return Verdict(case.name, case.kind, "graded", got, False)
     if case.kind in ("reference", "variant"):
         got = f"{score:g}" + ("" if score == FULL_MARKS else f"; {failures(results)}")
         return Verdict(case.name, case.kind, "100", got, score == FULL_MARKS)
@@ -97,7 +98,7 @@ def judge(case: Case, results: dict | None) -> Verdict:
         return Verdict(case.name, case.kind, "0", f"{score:g}", score == 0.0)
     # A bug must cost points in the part it lives in, not merely somewhere (a missing column: not lost).
     most = float(PART_POINTS[case.part])
-    got = float(row.get(f"part{case.part}", most))
+    got = row.parts.get(case.part, most)
     ok = got < most and score < FULL_MARKS
     return Verdict(case.name, case.kind, f"part {case.part} < {most:g}",
                    f"part {case.part}: {got:g}; total {score:g}", ok)
@@ -133,7 +134,9 @@ def read_results(grades: pathlib.Path) -> dict[str, dict]:
     found = {}
     for path in sorted((grades / "results").glob("*.json")):
         document = json.loads(path.read_text())
-        found[document["extra_data"]["gradebook_row"]["submission"]] = document
+        row = of_results(document)
+        if row is not None:
+            found[row.submission] = document
     return found
 
 

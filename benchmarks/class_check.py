@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
-import json
 import pathlib
 import shutil
 import subprocess
@@ -32,7 +31,7 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from autograder import cohort  # noqa: E402
-from grader.run import changes  # noqa: E402
+from grader.run import changes, gradebook  # noqa: E402
 from grader.scoring import PART_POINTS  # noqa: E402
 
 DUE = "2026-11-20T23:59:00+00:00"
@@ -160,8 +159,7 @@ def main(argv=None) -> int:
     print(f"  gradescope.csv: {len(listed)} disagreements (planted {len(wrong)}); late: "
           f"{sum(float(v) > 0 for v in late.values())} late rows (planted {len(late_hours)})")
 
-    slugs = {json.loads(path.read_text())["extra_data"]["gradebook_row"]["submission"]: path.stem
-             for path in (out / "results").glob("*.json")}
+    slugs = {gradebook.read_row(path).submission: path.stem for path in (out / "results").glob("*.json")}
     passed_before = {name for name in scores
                      if any(CHANGED_NAME in test and verdict == "passed"
                             for test, verdict in changes.verdicts(out / "results", slugs[name]).items())}

@@ -8,6 +8,7 @@ It stands in floors, imports running downward only (an import-linter contract in
     gateway/               the one door to student code: Gateway, SandboxGateway (gateway/client.py), LocalGateway,
                            the answers' checks (gateway/replies.py) and the rules' evidence (provenance, source_rules)
     wire/  contain/        the frames and messages to a sandbox; the kernel's containment of it
+    row.py                 one submission's gradebook row, typed once
     scoring.py  sanitize.py  paths.py      shared leaves
 
 The instructor's tools (autograder/) import this package, never the reverse; the hidden suite imports gateway/.

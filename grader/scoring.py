@@ -25,6 +25,7 @@ from assignment.spec import SPEC, VISIBILITIES
 
 # From the assignment's one declaration (assignment/assignment.toml).
 PART_POINTS = SPEC.points
+STATUSES = ("graded", "error", "timeout")   # of one submission's grading (its gradebook row and outcome)
 PART_TITLES = SPEC.titles
 MESSAGE_LIMIT = 1000  # characters of a failure message shown to the student
 POINT_DECIMALS = 4    # a test's points are shown (and added up) to this many decimal places

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import shutil
 
 from autograder.reports import analytics, chart, summary
+from grader.row import Row
 from grader.run import gradebook
 from grader.scoring import tags
 
@@ -20,7 +22,7 @@ def part_of(test: str) -> int:
     return 2 if test == "lone" else 1
 
 
-def write_class(out, verdicts: dict[str, tuple[str, dict[str, str | None]]]) -> list[dict]:
+def write_class(out, verdicts: dict[str, tuple[str, dict[str, str | None]]]) -> list[Row]:
     """verdicts: submission -> (status, {test id -> None if passed, else its failure message}), all in Part 1 but
     `lone`, in Part 2 (as Part 5 repeats Part 2's test names). Writes results/<slug>.json; returns the rows."""
     (out / "results").mkdir(parents=True)
@@ -31,8 +33,7 @@ def write_class(out, verdicts: dict[str, tuple[str, dict[str, str | None]]]) -> 
                     "output": message or "Passed."} for test, message in tests.items()]
         entries.append({"name": "Not run on this grader (worth 0 points)", "output": "- CUDA"})
         (out / "results" / f"{slug}.json").write_text(json.dumps({"tests": entries}))
-        rows.append({"slug": slug, "submission": slug, "status": status, "score": 0.0, "message": "",
-                     **{f"part{p}": 0.0 for p in range(1, 7)}})
+        rows.append(Row(status, slug, slug=slug, parts=dict.fromkeys(range(1, 7), 0.0)))
     return rows
 
 
@@ -78,8 +79,8 @@ def test_the_picture_groups_by_part_and_puts_the_weakest_test_first():
 def test_the_closing_table_names_the_most_failed_tests_and_lists_errors_and_timeouts_first(tmp_path):
     rows = write_class(tmp_path, {name: ("graded", {"t_values[2d]": None if name < "m" else "wrong"})
                                   for name in [f"s{index:02d}" for index in range(30)]})
-    rows += [{**rows[0], "slug": "zz-error", "submission": "zz-error", "status": "error", "message": "SyntaxError"},
-             {**rows[0], "slug": "zz-timeout", "submission": "zz-timeout", "status": "timeout", "message": "spun"}]
+    rows += [dataclasses.replace(rows[0], slug=name, submission=name, status=status, message=message)
+             for name, status, message in (("zz-error", "error", "SyntaxError"), ("zz-timeout", "timeout", "spun"))]
     stats = analytics.class_tests(tmp_path, rows)
     text = gradebook.table(rows, limit=5, most_failed=analytics.most_failed(stats))
     assert "most failed tests" in text and "t_values[2d]" in text
@@ -91,7 +92,7 @@ def test_the_closing_table_names_the_most_failed_tests_and_lists_errors_and_time
 def test_summary_png_does_not_count_error_rows_as_zeros(tmp_path, monkeypatch):
     drawn = {}
     monkeypatch.setattr(chart, "draw", lambda scores, title, *rest: drawn.update(scores=scores, title=title) or b"")
-    rows = [{"status": status, "score": score, **{f"part{p}": 0.0 for p in range(1, 7)}}
+    rows = [Row(status, score=score, parts=dict.fromkeys(range(1, 7), 0.0))
             for status, score in (("graded", 90.0), ("timeout", 40.0), ("error", 0.0))]
     summary.write(tmp_path, rows)
     assert drawn["scores"] == [90.0, 40.0] and "1 errors not counted" in drawn["title"]
@@ -118,3 +119,11 @@ def test_the_runtimes_batch_writes_results_and_grades_and_no_class_report(graded
     assert (out / "grades.csv").is_file() and any((out / "results").glob("*.json"))
     assert not [name for name in ("tests.csv", "tests.png", "summary.png", "similarity.csv", "similarity.html",
                                   "gradescope.csv") if (out / name).exists()]
+
+
+def test_no_file_of_a_run_names_where_the_grader_keeps_the_submissions(graded_zoo):
+    """A results file goes back to its student: it names no folder of the grader's machine (a submission's identity
+    across runs is a digest of where it was read from)."""
+    out, submissions = graded_zoo.out / "grades", str(graded_zoo.out / "submissions")
+    written = [path for path in out.rglob("*") if path.is_file()]
+    assert written and not [path.name for path in written if submissions in path.read_text(errors="replace")]

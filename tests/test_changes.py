@@ -7,6 +7,7 @@ import json
 
 from autograder.reports import recorded_scores
 from grader.contain.limits import Limits
+from grader.row import Row
 from grader.run import changes, recorded
 from grader.run.submissions import _field
 
@@ -17,8 +18,7 @@ def results(folder, slug, verdicts: dict[str, str]):
              for name, v in verdicts.items()]
     tests.append({"name": "Summary", "output": "not worth points"})
     (folder / "results" / f"{slug}.json").write_text(json.dumps({"tests": tests}))
-    return {"slug": slug, "submission": slug, "score": sum(v == "passed" for v in verdicts.values()),
-            "status": "graded"}
+    return Row("graded", slug, slug=slug, score=sum(v == "passed" for v in verdicts.values()))
 
 
 def test_only_the_submissions_whose_tests_flipped_are_listed_with_their_flips(tmp_path):
@@ -30,7 +30,7 @@ def test_only_the_submissions_whose_tests_flipped_are_listed_with_their_flips(tm
                   "b": results(after, "b", {**same, "Part 1 (Scaling): t1": "failed"}),
                   "c": results(after, "c", {"Part 1 (Scaling): t1": "passed", "Part 3 (Heads): new": "passed"})}
     found = changes.compare((rows_before, before / "results"), (rows_after, after / "results"))
-    assert [(c.after["submission"], c.difference, c.flips) for c in found] == [
+    assert [(c.after.submission, c.difference, c.flips) for c in found] == [
         ("b", -1, [("Part 1 (Scaling): t1", "passed", "failed")]),
         ("c", 1, [("Part 3 (Heads): new", "absent", "passed")])]
     changes.write(tmp_path / "changes.csv", found)
@@ -69,11 +69,12 @@ def test_the_export_metadata_gives_the_recorded_score_and_the_hours_late():
 
 
 def test_every_score_that_differs_from_gradescopes_is_listed_and_no_other(tmp_path):
-    rows = [{"submission": "a", "score": 90.0, "gradescope_score": 90.004, "status": "graded"},
-            {"submission": "b", "score": 90.0, "gradescope_score": 85.0, "status": "graded", "submission_id": "7",
-             "submitters": [{"name": "B", "sid": "0042", "email": ""}]},
-            {"submission": "c", "score": 0.0, "gradescope_score": "", "status": "error"}]
-    assert [r["submission"] for r in recorded_scores.write(tmp_path, rows)] == ["b"]
+    rows = [Row.from_json(row) for row in (
+        {"submission": "a", "score": 90.0, "gradescope_score": 90.004, "status": "graded"},
+        {"submission": "b", "score": 90.0, "gradescope_score": 85.0, "status": "graded", "submission_id": "7",
+         "submitters": [{"name": "B", "sid": "0042", "email": ""}]},
+        {"submission": "c", "score": 0.0, "gradescope_score": "", "status": "error"})]
+    assert [r.submission for r in recorded_scores.write(tmp_path, rows)] == ["b"]
     listed = list(csv.DictReader((tmp_path / "gradescope.csv").open()))
     assert [(r["submission"], r["students"], r["difference"]) for r in listed] == [("b", "0042", "5.0")]
     assert recorded_scores.write(tmp_path / "none", rows[2:]) == []   # nothing recorded: no file

@@ -8,6 +8,8 @@ import pathlib
 from dataclasses import dataclass
 
 from grader.contain import isolation
+from grader.row import RowError
+from grader.run import gradebook
 from grader.sanitize import FORMULA_STARTS
 from grader.scoring import PART_POINTS
 
@@ -120,9 +122,10 @@ def result_files(out) -> dict[str, pathlib.Path]:
     found = {}
     for path in sorted((pathlib.Path(out) / "results").glob("*.json")):
         try:
-            found[json.loads(path.read_text())["extra_data"]["gradebook_row"]["submission"]] = path
-        except (ValueError, KeyError, TypeError):
+            row = gradebook.read_row(path)
+        except RowError:
             continue
+        found[row.submission] = path
     return found
 
 

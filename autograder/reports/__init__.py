@@ -14,6 +14,7 @@ import pathlib
 from dataclasses import dataclass, field
 
 from autograder.reports import analytics, recorded_scores, summary
+from grader.row import Row
 
 # Rows a gradebook needs for its pictures (summary.png, tests.png): one submission's results file already says all
 # they would, and drawing them took a twentieth of the time one submission's grading costs beyond torch's import.
@@ -28,7 +29,7 @@ class Written:
     charts: bool                         # summary.png and tests.png drawn (not for a gradebook of one row)
     flagged: int | None = None           # pairs flagged for a look: similarity.csv (None: no report written)
     similarity_stopped: str = ""         # why no similarity report was written, where one was asked for
-    disagreements: list[dict] = field(default_factory=list)   # with Gradescope's scores: gradescope.csv
+    disagreements: list[Row] = field(default_factory=list)   # with Gradescope's scores: gradescope.csv
 
 
 def write(out: pathlib.Path, run, similarity: bool = True) -> Written:

@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from autograder.reports import chart
+from grader.row import Row
 from grader.run.files import atomic_write
 from grader.sanitize import csv_cell
 from grader.scoring import entry_part, entry_test
@@ -58,14 +59,14 @@ def reason(message: str) -> str:
     return NUMBER.sub("#", message.split(". ", 1)[0]).strip()[:160]
 
 
-def class_tests(out: pathlib.Path, rows: list[dict]) -> list[TestStat]:
+def class_tests(out: pathlib.Path, rows: list[Row]) -> list[TestStat]:
     """One TestStat per hidden test that ran for any graded (or timed-out) submission, in the suite's order."""
     stats: dict[tuple[int, str], TestStat] = {}   # (part, test id): parts share test names
     for row in rows:
-        if row["status"] == "error":
+        if row.status == "error":
             continue
         try:
-            document = json.loads((out / "results" / f"{row['slug']}.json").read_text())
+            document = json.loads((out / "results" / f"{row.slug}.json").read_text())
         except (OSError, ValueError):
             continue
         for test in document.get("tests", []):
@@ -113,7 +114,7 @@ def by_function(stats: list[TestStat]) -> list[tuple[int, str, float, int]]:
     return sorted(bars, key=lambda bar: (bar[0], bar[2], bar[1]))
 
 
-def write(out: pathlib.Path, rows: list[dict], picture: bool = True) -> list[TestStat]:
+def write(out: pathlib.Path, rows: list[Row], picture: bool = True) -> list[TestStat]:
     """out/tests.csv and (picture) out/tests.png for these rows; returns the statistics."""
     stats = class_tests(out, rows)
     write_tests_csv(out, stats)

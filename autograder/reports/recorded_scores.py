@@ -9,6 +9,7 @@ import csv
 import io
 import pathlib
 
+from grader.row import Row
 from grader.run.files import atomic_write
 from grader.sanitize import csv_cell
 
@@ -16,29 +17,32 @@ SCORE_TOLERANCE = 0.005   # scores are written rounded to 4 places; Gradescope s
 COLUMNS = ("submission", "submission_id", "students", "gradescope_score", "score", "difference", "status")
 
 
-def scored(row: dict) -> bool:
+def scored(row: Row) -> bool:
     """Whether Gradescope recorded a score for this row's submission."""
-    return row.get("gradescope_score") not in (None, "")
+    return row.gradescope_score is not None
 
 
-def disagreements(rows: list[dict]) -> list[dict]:
+def difference(row: Row) -> float:
+    """Our score less the one Gradescope recorded (a row it scored)."""
+    return row.score - (row.gradescope_score or 0.0)
+
+
+def disagreements(rows: list[Row]) -> list[Row]:
     """Rows of submissions Gradescope scored, where its score and ours differ."""
-    return [row for row in rows if scored(row) and abs(float(row["gradescope_score"]) - row["score"]) > SCORE_TOLERANCE]
+    return [row for row in rows if scored(row) and abs(difference(row)) > SCORE_TOLERANCE]
 
 
-def write(out: pathlib.Path, rows: list[dict]) -> list[dict]:
+def write(out: pathlib.Path, rows: list[Row]) -> list[Row]:
     """out/gradescope.csv: every submission whose score differs from the one Gradescope recorded. Returns them."""
     if not any(map(scored, rows)):
         return []   # not an export, or one without scores: nothing to compare
-    found = sorted(disagreements(rows), key=lambda r: (-abs(float(r["gradescope_score"]) - r["score"]),
-                                                       r["submission"].lower()))
+    found = sorted(disagreements(rows), key=lambda r: (-abs(difference(r)), r.submission.lower()))
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMNS)
     for row in found:
-        students = "; ".join(p["sid"] or p["email"] or p["name"] for p in row.get("submitters") or [])
-        writer.writerow([csv_cell(row["submission"]), row.get("submission_id", ""), csv_cell(students),
-                         float(row["gradescope_score"]), row["score"],
-                         round(row["score"] - float(row["gradescope_score"]), 4), row["status"]])
+        students = "; ".join(p.sid or p.email or p.name for p in row.submitters)
+        writer.writerow([csv_cell(row.submission), row.submission_id, csv_cell(students), row.gradescope_score,
+                         row.score, round(difference(row), 4), row.status])
     atomic_write(out / "gradescope.csv", buffer.getvalue())
     return found

@@ -4,15 +4,16 @@ from __future__ import annotations
 import pathlib
 
 from autograder.reports import chart
+from grader.row import Row
 from grader.run.files import atomic_write
 from grader.scoring import PART_POINTS, PART_TITLES
 
 
-def write(out: pathlib.Path, rows: list[dict]) -> None:
+def write(out: pathlib.Path, rows: list[Row]) -> None:
     """The histogram of the graded rows' scores: an error row (nothing could be graded) is not a zero."""
-    graded = [r for r in rows if r["status"] != "error"]
+    graded = [r for r in rows if r.status != "error"]
     rates = [(f"{p}. {PART_TITLES[p]}",
-              100 * sum(r[f"part{p}"] >= PART_POINTS[p] - 1e-6 for r in graded) / max(1, len(graded)))
+              100 * sum(r.part(p) >= PART_POINTS[p] - 1e-6 for r in graded) / max(1, len(graded)))
              for p in PART_POINTS]
     title = f"Scores ({len(graded)} graded; {len(rows) - len(graded)} errors not counted)"
-    atomic_write(out / "summary.png", chart.draw([r["score"] for r in graded], title, rates, "Full marks per part"))
+    atomic_write(out / "summary.png", chart.draw([r.score for r in graded], title, rates, "Full marks per part"))

@@ -20,6 +20,8 @@ import tempfile
 import zipfile
 from collections.abc import Set as AbstractSet
 
+from grader.row import of_results
+
 # Wall-clock limit for grading one submission: above the engine's own budget (240 s + 60 s grace).
 GRADE_TIMEOUT_S = 1200
 PACKED_NAME = "submission.zip"
@@ -87,9 +89,9 @@ def results_from_out(out: pathlib.Path) -> dict:
     if len(found) != 1:
         raise GradingFailed(f"expected one result in {out / 'results'}, found {len(found)}")
     document = json.loads(found[0].read_text())
-    row = (document.get("extra_data") or {}).get("gradebook_row") or {}
-    if row.get("engine_failure"):
-        raise GradingFailed(f"the grading engine failed on this submission: {row.get('message') or 'no details'}")
+    row = of_results(document)
+    if row is not None and row.engine_failure:
+        raise GradingFailed(f"the grading engine failed on this submission: {row.message or 'no details'}")
     return document
 
 

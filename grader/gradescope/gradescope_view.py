@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 
 from assignment.spec import VISIBILITIES, Spec
+from grader.row import Row, of_results
 
 SUMMARY_TITLE = "Summary by part (worth no points of its own)"
 FLAGS_TITLE = "Flagged for the instructor (never shown to students)"
@@ -28,10 +29,6 @@ LATER_NOTES = {"after_published": " The results of the hidden tests will be show
 REASON_STATUSES = ("error", "timeout")
 
 
-def _row(results: dict) -> dict:
-    return (results.get("extra_data") or {}).get("gradebook_row") or {}
-
-
 def most_guarded(spec: Spec) -> str:
     """The visibility of what concerns every part (the summary): that of the most guarded part."""
     return max((spec.visibility(number) for number in spec.numbers), key=VISIBILITIES.index)
@@ -40,11 +37,11 @@ def most_guarded(spec: Spec) -> str:
 def immediate_output(results: dict, spec: Spec) -> str:
     """What a student may read at once: that grading happened and the gradebook's one-line message, which holds
     no score: for an error or a timeout, why; for graded code, what was not (a module that could not be imported)."""
-    row = _row(results)
-    status = row.get("status", "graded")
+    row = of_results(results) or Row("graded")
+    status = row.status
     note = GRADED_NOTE if status == "graded" else f"Your submission was received; grading ended with {status}."
-    if row.get("message"):
-        note += (" Reason: " if status in REASON_STATUSES else " Note: ") + row["message"]
+    if row.message:
+        note += (" Reason: " if status in REASON_STATUSES else " Note: ") + row.message
     later = {spec.visibility(number) for number in spec.numbers}
     return note + next((LATER_NOTES[when] for when in LATER_NOTES if when in later), "")
 
@@ -63,12 +60,18 @@ def present(results: dict, spec: Spec, seconds: float) -> dict:
     if flags:
         tests.append({"name": FLAGS_TITLE, "output": "\n".join(f"- {flag}" for flag in flags), "visibility": "hidden"})
     shown["tests"] = tests
-    possible = _row(results).get("max_score") or sum(t.get("max_score", 0) for t in results.get("tests", []))
+    possible = possible_points(results)
     target = spec.settings.points_possible
     if target is not None and possible and target != possible:
         shown["score"] = results["score"] / possible * target
     shown["execution_time"] = round(seconds, 2)
     return shown
+
+
+def possible_points(results: dict) -> float:
+    """The points a results.json is out of: its row's max_score, else the sum of its tests'."""
+    row = of_results(results)
+    return (row and row.max_score) or round(sum(t.get("max_score", 0) for t in results.get("tests", [])), 2)
 
 
 def seen_by_students(shown: dict, moment: str) -> list[str]:

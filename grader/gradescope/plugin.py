@@ -34,7 +34,7 @@ from otter.run.run_autograder.utils import OtterRuntimeError, print_output
 from otter.test_files import GradingResults
 
 from assignment.spec import SpecError
-from grader.gradescope import engine_bridge, run_gradescope
+from grader.gradescope import engine_bridge, gradescope_view, run_gradescope
 
 # What otter itself puts into the submission folder before this plugin runs (not the student's).
 OTTER_ADDED = frozenset({"tests", "__init__.py"})
@@ -68,8 +68,7 @@ class EngineResults(GradingResults):
 
     @property
     def possible(self):
-        row = self.engine_results.get("extra_data", {}).get("gradebook_row", {})
-        return row.get("max_score") or round(sum(test.get("max_score", 0) for test in self.engine_results["tests"]), 2)
+        return gradescope_view.possible_points(self.engine_results)
 
     def summary(self, public_only: bool = False) -> str:
         return self.engine_results.get("output", "")

@@ -25,6 +25,7 @@ from collections.abc import Set as AbstractSet
 
 from assignment import spec as assignment_spec
 from grader.gradescope import engine_bridge, gradescope_schema, gradescope_view
+from grader.row import Row, of_results
 from grader.sanitize import valid_text
 
 DEFAULT_ROOT = pathlib.Path("/autograder")
@@ -51,14 +52,12 @@ def failure_results(seconds: float) -> dict:
 
 def report(results: dict) -> str:
     """The instructor's view in Gradescope's autograder output: score, per-part summary, isolation."""
-    row = (results.get("extra_data") or {}).get("gradebook_row") or {}
-    status, isolation = row.get("status", "graded"), row.get("isolation", "?")
+    row = of_results(results) or Row("graded", isolation="?")
     lines = [f"Graded by the attention assignment's engine: {results['score']:g} points "
-             f"({status}; {results['execution_time']:g} s; isolation: {isolation})"]
-    if row.get("message"):
-        lines.append(f"Reason: {row['message']}")
-    parts = [key for key in row if key.startswith("part")]
-    lines += [f"  {key}: {row[key]:g}" for key in parts]
+             f"({row.status}; {results['execution_time']:g} s; isolation: {row.isolation})"]
+    if row.message:
+        lines.append(f"Reason: {row.message}")
+    lines += [f"  part{number}: {points:g}" for number, points in sorted(row.parts.items())]
     lines.append(f"Students see now: {results['output']}")
     for moment, words in (("visible", "with it, at once"), ("after_due_date", "after the due date"),
                           ("after_published", "after publication")):

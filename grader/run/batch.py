@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from grader.contain import isolation, memcg, permissions, processes
 from grader.contain.limits import Limits
 from grader.paths import REPO
+from grader.row import Row
 from grader.run import changes, gradebook, submissions
 from grader.run.changes import Change
 from grader.run.outcome import Outcome
@@ -54,7 +55,7 @@ class SetupError(Exception):
 class Run:
     """What one batch run made, besides the files in out/ (results/ and grades.csv; the class reports are made
     from them afterwards: autograder/reports/)."""
-    rows: list[dict]                     # every submission's row, this run's and those kept from before
+    rows: list[Row]                      # every submission's row, this run's and those kept from before
     note: str                            # the isolation line
     found: list = field(default_factory=list)                 # the submissions found (submissions.Submission)
     contents: dict[str, str] = field(default_factory=dict)    # source -> digest of what it unpacks to
@@ -124,12 +125,12 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
             before, done, again = done, {}, {}
             (out / "results").mkdir()
         todo = [s for s in found if s.source not in done or s.source in again]
-        rows = [{**done[s.source], **gradebook.identity(s)} for s in found if s not in todo]
+        rows = [gradebook.with_identity(done[s.source], s) for s in found if s not in todo]
         progress = Progress(len(todo), len(rows), progress_stream)
         rows += _grade(template, todo, out, workers, limits, note, list(rows), progress, keep, contents, again, suite,
                        gradebook_too=shard is None)
         progress.close()
-        run = Run(rows, note, found, contents, stale=sum(r.get("graded_with") != suite for r in rows))
+        run = Run(rows, note, found, contents, stale=sum(r.graded_with != suite for r in rows))
         if earlier:
             run.earlier = earlier
             run.changes = changes.compare((before, earlier / "results"), (_by_source(rows), out / "results"))
@@ -152,8 +153,8 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
     return run
 
 
-def _by_source(rows: list[dict]) -> dict[str, dict]:
-    return {row["source"]: row for row in rows}
+def _by_source(rows: list[Row]) -> dict[str, Row]:
+    return {row.source: row for row in rows}
 
 
 def _repeat(template, found, out: pathlib.Path, workers, limits, note, times: int, suite, rows) -> list[changes.Change]:
@@ -172,7 +173,7 @@ def _repeat(template, found, out: pathlib.Path, workers, limits, note, times: in
     return differed
 
 
-def regrades(found, done: dict[str, dict], contents: dict[str, str], force=()) -> dict[str, str]:
+def regrades(found, done: dict[str, Row], contents: dict[str, str], force=()) -> dict[str, str]:
     """source -> why, for each submission already graded that must be graded again: its content changed since
     (a result from before results remembered content counts as unchanged), or `force` names it."""
     unknown = set(force) - {s.name for s in found} - {s.slug for s in found}
@@ -182,15 +183,15 @@ def regrades(found, done: dict[str, dict], contents: dict[str, str], force=()) -
     for submission in (s for s in found if s.source in done):
         earlier = done[submission.source]
         if submission.name in force or submission.slug in force:
-            again[submission.source] = f"graded again (--force; it scored {earlier['score']:g} before)"
-        elif earlier.get("content") is None or earlier["content"] == contents[submission.source]:
+            again[submission.source] = f"graded again (--force; it scored {earlier.score:g} before)"
+        elif earlier.content is None or earlier.content == contents[submission.source]:
             continue
-        elif not earlier["content"].startswith(submissions.CONTENT_DIGEST):
+        elif not earlier.content.startswith(submissions.CONTENT_DIGEST):
             again[submission.source] = (f"graded again: its content was recorded by an earlier version of the "
-                                        f"grader, which could miss a change (it scored {earlier['score']:g} before)")
+                                        f"grader, which could miss a change (it scored {earlier.score:g} before)")
         else:
             again[submission.source] = (f"graded again: the submission changed since it was graded "
-                                        f"(it scored {earlier['score']:g} before)")
+                                        f"(it scored {earlier.score:g} before)")
     return again
 
 
@@ -204,27 +205,27 @@ def _remove_roots(sandbox_root: str, trusted_root: str) -> None:
 
 def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier_rows, progress,
            keep: str | None = None, contents=None, again=None, suite: str = "", gradebook_too: bool = True
-           ) -> list[dict]:
+           ) -> list[Row]:
     """Run up to `workers` submissions at once; write each result as soon as it is in (with the content it was
     graded on, and why it was graded again, if it was: see regrades), and grades.csv with it (gradebook_too; a
     shard writes none: it holds a part of the class)."""
     waiting = collections.deque(todo)
     running: dict[int, tuple] = {}   # result fd -> (submission, job)
-    rows: list[dict] = []
+    rows: list[Row] = []
     allowed = limits.submission_net + SAFETY_MARGIN
 
     def record(submission, outcome: Outcome):
         attempts = gradebook.attempts_before(out, submission.slug) + 1 if outcome.engine_failure else 1
         row = gradebook.row_from_outcome(submission, outcome, note, attempts)
-        row["content"] = (contents or {}).get(submission.source)
-        row["graded_with"] = suite
+        row.content = (contents or {}).get(submission.source)
+        row.graded_with = suite
         if (again or {}).get(submission.source):
-            row["message"] = "; ".join(filter(None, [again[submission.source], row["message"]]))
+            row.message = "; ".join(filter(None, [again[submission.source], row.message]))
         gradebook.write_result(out, row, gradebook.results_document(outcome, row))
         rows.append(row)
         if gradebook_too:
             gradebook.write_csv(out, earlier_rows + rows)
-        progress.finished(row["status"], submission.name)
+        progress.finished(row.status, submission.name)
 
     progress.show()
     while waiting or running:

@@ -21,6 +21,7 @@ import pathlib
 import shutil
 
 from grader.paths import GRADING_DIR, REFERENCE_DIR, REPO
+from grader.row import Row
 from grader.run.files import atomic_write
 from grader.sanitize import csv_cell
 
@@ -68,30 +69,30 @@ def verdicts(results: pathlib.Path, slug: str) -> dict[str, str]:
 
 @dataclasses.dataclass
 class Change:
-    before: dict            # the row of the first grading
-    after: dict             # and of the second
+    before: Row             # the row of the first grading
+    after: Row              # and of the second
     flips: list[tuple[str, str, str]]   # (test, verdict before, verdict after)
 
     @property
     def difference(self) -> float:
-        return round(self.after["score"] - self.before["score"], 4)
+        return round(self.after.score - self.before.score, 4)
 
 
-def compare(before: tuple[dict[str, dict], pathlib.Path], after: tuple[dict[str, dict], pathlib.Path]) -> list[Change]:
+def compare(before: tuple[dict[str, Row], pathlib.Path], after: tuple[dict[str, Row], pathlib.Path]) -> list[Change]:
     """Each side: (source -> row, its results folder). Every submission graded in both whose score, status or
     any test's verdict differs, the largest score change first."""
     (rows_before, folder_before), (rows_after, folder_after) = before, after
     changes = []
     for source in sorted(rows_before.keys() & rows_after.keys()):
         old, new = rows_before[source], rows_after[source]
-        tests_old, tests_new = verdicts(folder_before, old["slug"]), verdicts(folder_after, new["slug"])
+        tests_old, tests_new = verdicts(folder_before, old.slug), verdicts(folder_after, new.slug)
         flips = [(test, tests_old.get(test, "absent"), tests_new.get(test, "absent"))
                  for test in sorted(tests_old.keys() | tests_new.keys())
                  if tests_old.get(test) != tests_new.get(test)]
         change = Change(old, new, flips)
-        if flips or change.difference or old["status"] != new["status"]:
+        if flips or change.difference or old.status != new.status:
             changes.append(change)
-    return sorted(changes, key=lambda c: (-abs(c.difference), c.after["submission"].lower()))
+    return sorted(changes, key=lambda c: (-abs(c.difference), c.after.submission.lower()))
 
 
 def describe(flips: list[tuple[str, str, str]]) -> str:
@@ -108,7 +109,7 @@ def write(path: pathlib.Path, changes: list[Change], labels: tuple[str, str] = (
     writer.writerow(["submission", f"{first}_score", f"{second}_score", "change", f"{first}_status",
                      f"{second}_status", "tests_flipped", "flips"])
     for change in changes:
-        writer.writerow([csv_cell(change.after["submission"]), change.before["score"], change.after["score"],
-                         change.difference, change.before["status"], change.after["status"], len(change.flips),
+        writer.writerow([csv_cell(change.after.submission), change.before.score, change.after.score,
+                         change.difference, change.before.status, change.after.status, len(change.flips),
                          csv_cell(describe(change.flips))])
     atomic_write(path, buffer.getvalue())

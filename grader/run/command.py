@@ -155,7 +155,7 @@ def _grade(argv, template, arguments: argparse.ArgumentParser):
         print(f"\ngrade: interrupted; what was graded is kept in {args.out}: run the same command again to finish",
               file=sys.stderr)
         return 130, None, args
-    if run.rows and all(row["status"] == "error" for row in run.rows):
+    if run.rows and all(row.status == "error" for row in run.rows):
         print(f"grade: none of the {len(run.rows)} submission(s) could be graded (every row is an error): was the "
               f"right folder given? Each PATH must be a submission holding student/, a folder of them, or a "
               f"Gradescope export", file=sys.stderr)

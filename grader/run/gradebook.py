@@ -14,13 +14,14 @@ differs), results_file (the row's feedback file in the output folder).
 
 Every file is written to a temporary name and moved into place (os.replace), so a run
 killed half way leaves only complete files; a result file present means "graded". A result
-belongs to its submission's source (the folder or zip, by real path), never just to its file
+belongs to its submission's source (a digest of the folder or zip's real path), never just to its file
 name, so a resumed run can never give one submission's row to another. Text from submissions
 is made safe here for the CSV and the terminal (sanitize.py).
 """
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import pathlib
@@ -28,57 +29,76 @@ import re
 import statistics
 import unicodedata
 
+from grader.row import Row, RowError, Submitter, of_results
 from grader.run.files import atomic_write
 from grader.run.outcome import Outcome
 from grader.run.recorded import hours_late
+from grader.run.submissions import identity_of_earlier
 from grader.sanitize import csv_cell, printable, valid_text
-from grader.scoring import PART_POINTS, error_results
+from grader.scoring import PART_POINTS, STATUSES, error_results
 
-STATUSES = ("graded", "error", "timeout")
 MAX_ATTEMPTS = 2    # an engine failure is graded again by the next run, once; then its error row stays
 
 
 def identity(submission) -> dict:
-    """Who a row is for: the submission's name, Gradescope's submission id and its students, and what Gradescope
-    recorded of it: its score, and the hours it came after the due date (from an export; recorded.py)."""
+    """Who a row is for (Row's fields): the submission's name, Gradescope's submission id and its students, and
+    what Gradescope recorded of it: its score, and the hours it came after the due date (from an export;
+    recorded.py)."""
     record = submission.recorded
     return {"submission": submission.name, "submission_id": submission.submission_id,
-            "submitters": [{"name": s.name, "sid": s.sid, "email": s.email} for s in submission.submitters],
-            "gradescope_score": "" if record is None or record.score is None else record.score,
-            "late": "" if (late := hours_late(record)) is None else late}
+            "submitters": [Submitter(s.name, s.sid, s.email) for s in submission.submitters],
+            "gradescope_score": None if record is None else record.score, "late": hours_late(record)}
 
 
-def row_from_outcome(submission, outcome: Outcome, isolation_note: str, attempts: int = 1) -> dict:
+def with_identity(row: Row, submission) -> Row:
+    """A row kept from an earlier run, with who it is for read again (an export's metadata may have changed)."""
+    return dataclasses.replace(row, **identity(submission))
+
+
+def row_from_outcome(submission, outcome: Outcome, isolation_note: str, attempts: int = 1) -> Row:
     """One gradebook row (also stored in the results file's extra_data, so a resumed run can rebuild the csv)."""
     parts = outcome.part_scores
-    return {
-        **identity(submission), "score": round(float(outcome.score), 4),
-        "max_score": float(outcome.max_score or sum(PART_POINTS.values())),
-        "status": outcome.status, "message": printable(outcome.message, limit=500),
-        **{f"part{p}": float(parts.get(str(p), 0.0)) for p in PART_POINTS},
-        "isolation": isolation_note, "flags": "; ".join(printable(flag, limit=300) for flag in outcome.flags),
-        "peak_memory_mib": round(outcome.peak_memory_bytes / 2**20, 1) if outcome.peak_memory_bytes else "",
-        "slug": submission.slug, "source": submission.source, "seconds": outcome.seconds,
-        "engine_failure": outcome.engine_failure, "attempts": attempts,
-    }
+    return Row(
+        **identity(submission), score=round(float(outcome.score), 4),
+        max_score=float(outcome.max_score or sum(PART_POINTS.values())),
+        status=outcome.status, message=printable(outcome.message, limit=500),
+        parts={p: float(parts.get(str(p), 0.0)) for p in PART_POINTS},
+        isolation=isolation_note, flags="; ".join(printable(flag, limit=300) for flag in outcome.flags),
+        peak_memory_mib=round(outcome.peak_memory_bytes / 2**20, 1) if outcome.peak_memory_bytes else None,
+        slug=submission.slug, source=submission.source, seconds=outcome.seconds,
+        engine_failure=outcome.engine_failure, attempts=attempts,
+    )
 
 
-def results_document(outcome: Outcome, row: dict) -> dict:
+def results_document(outcome: Outcome, row: Row) -> dict:
     """The Gradescope results.json of one submission (score, tests, output, visibility) plus extra_data."""
     document = outcome.results
     if document is None:   # never reached the suite: zero points, the reason as feedback
-        document = error_results(row["status"], row["message"],
+        document = error_results(row.status, row.message,
                                  extra_output="\n".join(f"Flagged: {flag}" for flag in outcome.flags))
     document["execution_time"] = round(outcome.seconds, 2)
-    document["extra_data"] = {"gradebook_row": row, "flags": [printable(flag, limit=300) for flag in outcome.flags]}
+    document["extra_data"] = {"gradebook_row": row.to_json(),
+                              "flags": [printable(flag, limit=300) for flag in outcome.flags]}
     return document
 
 
-def write_result(out: pathlib.Path, row: dict, document: dict) -> None:
-    atomic_write(out / "results" / f"{row['slug']}.json", json.dumps(valid_text(document), indent=1))
+def write_result(out: pathlib.Path, row: Row, document: dict) -> None:
+    atomic_write(out / "results" / f"{row.slug}.json", json.dumps(valid_text(document), indent=1))
 
 
-def load_done(out: pathlib.Path) -> tuple[dict[str, dict], dict[str, str]]:
+def read_row(path: pathlib.Path) -> Row:
+    """The row a results file carries; RowError where it is unreadable or carries none."""
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise RowError(f"{path.name}: {type(error).__name__}") from None
+    row = of_results(document)
+    if row is None:
+        raise RowError(f"{path.name} carries no gradebook row")
+    return row
+
+
+def load_done(out: pathlib.Path) -> tuple[dict[str, Row], dict[str, str]]:
     """(source -> row of every submission already graded in this output folder, slug -> source of every
     results file there).
 
@@ -88,25 +108,25 @@ def load_done(out: pathlib.Path) -> tuple[dict[str, dict], dict[str, str]]:
     done, taken = {}, {}
     for path in sorted((out / "results").glob("*.json")):
         try:
-            row = json.loads(path.read_text())["extra_data"]["gradebook_row"]
-            source, slug = row["source"], row["slug"]
-        except (ValueError, KeyError, TypeError):
+            row = read_row(path)
+        except RowError:
             continue   # not one of ours, from an older engine, or damaged: grade again
-        if slug != path.stem:
+        if row.slug != path.stem:
             continue
-        taken[slug] = source
-        if not row.get("engine_failure") or row.get("attempts", 1) >= MAX_ATTEMPTS:
-            done[source] = row
+        row.source = identity_of_earlier(row.source)
+        taken[row.slug] = row.source
+        if not row.engine_failure or row.attempts >= MAX_ATTEMPTS:
+            done[row.source] = row
     return done, taken
 
 
 def attempts_before(out: pathlib.Path, slug: str) -> int:
     """How often the engine already failed on this results file's submission."""
     try:
-        row = json.loads((out / "results" / f"{slug}.json").read_text())["extra_data"]["gradebook_row"]
-        return int(row.get("attempts", 1)) if row.get("engine_failure") else 0
-    except (OSError, ValueError, KeyError, TypeError):
+        row = read_row(out / "results" / f"{slug}.json")
+    except RowError:
         return 0
+    return row.attempts if row.engine_failure else 0
 
 
 STUDENT_COLUMNS = ("name", "sid", "email", "submission_id", "group")
@@ -121,61 +141,60 @@ def columns() -> list[str]:
 TEXT_COLUMNS = (*STUDENT_COLUMNS, "submission", "message", "isolation", "flags", "results_file")
 
 
-def results_file(row: dict) -> str:
+def results_file(row: Row) -> str:
     """Where the row's feedback is, from the output folder: its name is the submission's made safe for any file
     system (letters outside ASCII and separators go), so a grader finds it here, not by the name."""
-    return f"results/{row['slug']}.json"
+    return f"results/{row.slug}.json"
 
 
-def student_rows(row: dict) -> list[dict]:
+def student_rows(row: Row) -> list[dict]:
     """The CSV rows of one submission: one per student of an export (a group: one per member, each naming the
     group), or one named after the submission."""
-    people = row.get("submitters") or []
-    group = " & ".join(p["name"] or p["email"] or p["sid"] for p in people) if len(people) > 1 else ""
+    people, cells = row.submitters, {**row.to_json(), "results_file": results_file(row)}
+    group = " & ".join(p.name or p.email or p.sid for p in people) if len(people) > 1 else ""
     if not people:
-        return [{**row, "name": row["submission"], "sid": "", "email": "", "group": ""}]
-    return [{**row, "name": person["name"], "sid": person["sid"], "email": person["email"], "group": group}
+        return [{**cells, "name": row.submission, "sid": "", "email": "", "group": ""}]
+    return [{**cells, "name": person.name, "sid": person.sid, "email": person.email, "group": group}
             for person in people]
 
 
-def write_csv(out: pathlib.Path, rows: list[dict]) -> None:
+def write_csv(out: pathlib.Path, rows: list[Row]) -> None:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns(), extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
-    for row in sorted(rows, key=lambda r: (r["submission"].lower(), r["slug"])):
+    for row in sorted(rows, key=lambda r: (r.submission.lower(), r.slug)):
         for line in student_rows(row):
-            line["results_file"] = results_file(row)
             writer.writerow({**line, **{key: csv_cell(str(line.get(key) or "")) for key in TEXT_COLUMNS}})
     atomic_write(out / "grades.csv", buffer.getvalue())
 
 
-def table(rows: list[dict], limit: int = 20, most_failed=()) -> str:
+def table(rows: list[Row], limit: int = 20, most_failed=()) -> str:
     """A short closing table: status counts, score statistics, mean per part, flags, the tests the most submissions
     failed (most_failed: reports.analytics.TestStat), then the rows: every error and timeout first, then by name."""
     if not rows:
         return "no submissions"
-    scores = [r["score"] for r in rows]
-    counts = ", ".join(f"{sum(r['status'] == s for r in rows)} {s}" for s in STATUSES)
-    flagged = [r for r in rows if r.get("flags")]
+    scores = [r.score for r in rows]
+    counts = ", ".join(f"{sum(r.status == s for r in rows)} {s}" for s in STATUSES)
+    flagged = [r for r in rows if r.flags]
     lines = [f"{len(rows)} submissions: {counts}",
              f"score: mean {statistics.mean(scores):.1f}, median {statistics.median(scores):.1f}, "
              f"min {min(scores):g}, max {max(scores):g}",
-             "part means: " + "  ".join(f"{p}:{statistics.mean(r[f'part{p}'] for r in rows):.1f}/{PART_POINTS[p]}"
+             "part means: " + "  ".join(f"{p}:{statistics.mean(r.part(p) for r in rows):.1f}/{PART_POINTS[p]}"
                                         for p in PART_POINTS),
              f"flags: {len(flagged)} submission(s) flagged for a look (the flags column of grades.csv)"
-             + (": " + ", ".join(printable(r["submission"], limit=40) for r in flagged[:5]) if flagged else "")
+             + (": " + ", ".join(printable(r.submission, limit=40) for r in flagged[:5]) if flagged else "")
              + (" ..." if len(flagged) > 5 else "")]
     if most_failed:
         lines.append("most failed tests (tests.csv, tests.png):")
         lines += [f"  Part {s.part} {shorten(printable(s.test), 60):<60} failed by {s.failed} of {s.graded}"
                   for s in most_failed]
     lines.append("")
-    names = {id(r): printable(r["submission"]) for r in rows}
+    names = {id(r): printable(r.submission) for r in rows}
     width = max(len("submission"), min(NAME_WIDTH, max(display_width(name) for name in names.values())))
     lines.append(f"{fit('submission', width)}  {'score':>8}  {'status':<8}  message")
-    for row in sorted(rows, key=lambda r: (r["status"] == "graded", r["submission"].lower()))[:limit]:
-        lines.append(f"{fit(names[id(row)], width)}  {row['score']:>8.2f}  {row['status']:<8}  "
-                     f"{shorten(printable(row['message']), MESSAGE_WIDTH)}".rstrip())
+    for row in sorted(rows, key=lambda r: (r.status == "graded", r.submission.lower()))[:limit]:
+        lines.append(f"{fit(names[id(row)], width)}  {row.score:>8.2f}  {row.status:<8}  "
+                     f"{shorten(printable(row.message), MESSAGE_WIDTH)}".rstrip())
     if len(rows) > limit:
         lines.append(f"... {len(rows) - limit} more in grades.csv")
     return "\n".join(lines)

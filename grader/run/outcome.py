@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-STATUSES = ("graded", "error", "timeout")
+from grader.scoring import STATUSES
 
 
 @dataclass

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import datetime
+import hashlib
 import os
 import pathlib
 import re
@@ -42,6 +43,7 @@ PACKAGE = "student"
 # The handout's own package file (shipped in autograder.zip): what a flat upload of the modules is graded with.
 HANDOUT_INIT = STUDENT_DIR / "__init__.py"
 IGNORED = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints"}
+IDENTITY_PREFIX = "path-sha256:"   # a submission's identity: a digest of where it was read from (identity())
 NESTED_DEPTH = 4   # folders above student/ in an upload (a zip of a zip's folder of a course folder, say)
 METADATA = "submission_metadata.yml"
 
@@ -81,8 +83,7 @@ class Submitter:
 class Submission:
     name: str      # shown in grades.csv (the student's name for a Gradescope export)
     slug: str      # file name of its results (unique in the output folder, filesystem-safe)
-    source: str    # its identity across runs: the folder or zip's real path (in an export zip: "ZIP::FOLDER"), as
-    #                text (identity())
+    source: str    # its identity across runs: a digest of the folder or zip's real path (identity())
     path: str = ""                  # where to read it now (its real path, or its folder extracted from an export zip)
     submission_id: str = ""         # Gradescope's, from an export's folder name (submission_<id>)
     submitters: tuple[Submitter, ...] = ()   # from an export's metadata; more than one: a group
@@ -163,14 +164,19 @@ def _one(path: pathlib.Path) -> _Found:
 
 
 def identity(source: str) -> str:
-    """A submission's identity across runs, as text that survives any file name: source itself where it is
-    valid UTF-8 (every real path begins with /), else "bytes:" and the hex of its bytes. (The row is written as
-    valid text, so an undecodable name kept as it is would never match its own row again.)"""
-    try:
-        source.encode("utf-8")
+    """A submission's identity across runs: a digest of where it was read from (its real path; in an export zip,
+    "ZIP::FOLDER"). Its results file then names no folder of the grader's machine, and every file name has one,
+    bytes that are not UTF-8 included."""
+    return IDENTITY_PREFIX + hashlib.sha256(os.fsencode(source)).hexdigest()
+
+
+def identity_of_earlier(source: str) -> str:
+    """The identity of a row written by an earlier version, which kept the path itself (or "bytes:" and the hex of
+    a path that is not UTF-8): so its submission keeps its results file and is not graded again for that."""
+    if source.startswith(IDENTITY_PREFIX):
         return source
-    except UnicodeEncodeError:
-        return "bytes:" + os.fsencode(source).hex()
+    raw = bytes.fromhex(source.removeprefix("bytes:")) if source.startswith("bytes:") else os.fsencode(source)
+    return IDENTITY_PREFIX + hashlib.sha256(raw).hexdigest()
 
 
 def is_export_zip(path: pathlib.Path) -> bool:
@@ -264,7 +270,6 @@ def shard_of(found: list[Submission], shard: tuple[int, int] | None) -> list[Sub
     so shards writing into one output folder name their results files as one run would.)"""
     if shard is None:
         return found
-    import hashlib
     index, count = shard
     return [s for s in found if int(hashlib.sha256(s.source.encode()).hexdigest(), 16) % count == index - 1]
 
