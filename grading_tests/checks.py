@@ -15,8 +15,16 @@ from grader.gateway import CallOptions, CallResult, GradedFunction, ModuleResult
 from grading_tests.tolerance import Tolerance, as_float64, grading_tolerance, looks_like_float32_rounding
 
 
-def fail(message: str):
-    raise AssertionError(message)
+def fail(message: str, *, raised: bool = False):
+    """Fail the test with message. raised: the student's code raised (rather than returned a wrong answer), which a
+    test may tell apart with student_raised()."""
+    failure = AssertionError(message)
+    failure.student_raised = raised   # type: ignore[attr-defined]
+    raise failure
+
+
+def student_raised(failure: AssertionError) -> bool:
+    return getattr(failure, "student_raised", False)
 
 
 def describe(value) -> str:
@@ -40,7 +48,7 @@ def call(function: GradedFunction, *args, options: CallOptions = CallOptions(), 
     try:
         return function(*args, options=options, **kwargs)
     except StudentError as error:
-        fail(f"{describe_call(function.name, args, kwargs)} raised {error.type_name}: {error.message}")
+        fail(f"{describe_call(function.name, args, kwargs)} raised {error.type_name}: {error.message}", raised=True)
 
 
 def run_module(student, spec: ModuleSpec, options: CallOptions = CallOptions()) -> ModuleResult:
@@ -52,7 +60,7 @@ def run_module(student, spec: ModuleSpec, options: CallOptions = CallOptions()) 
             forward = "." + describe_call(spec.method, (), spec.forward_kwargs)
         mode = " in training mode" if spec.training else ""
         fail(f"{describe_call('MultiHeadAttention', (), spec.init_kwargs)}{forward}{mode} "
-             f"raised {error.type_name}: {error.message}")
+             f"raised {error.type_name}: {error.message}", raised=True)
 
 
 def expect_raises(function: GradedFunction, error_type: str, *args, why: str, **kwargs):

@@ -73,6 +73,10 @@ class Case:
     is_causal: bool = False
     embed_dim: int = 64
     num_heads: int = 4                    # head dim 16: a multiple of 8, as every fused CUDA kernel wants
+    input_scale: float = 1.0              # the inputs' spread: larger scores where it is above 1
+    # A batch row with no visible key: its output is graded (zero, as the handout says), the gradients are not (the
+    # handout asks nothing of them there, and a plain softmax over only -inf gives NaN, which reaches every weight).
+    forward_only: bool = False
 
     @property
     def batch(self) -> int:
@@ -83,8 +87,8 @@ class Case:
         return self.queries if self.keys is None else self.keys
 
 
-# Every row keeps at least one visible key, so no backend's convention for empty rows matters here
-# (the CPU suite checks empty rows).
+# The handout's convention for a query with no visible key (all-zero weights, a zero output) is checked on every
+# backend by the empty-row case, where the backends' own conventions differ.
 CASES = (
     Case("self"),
     Case("self-causal", is_causal=True),
@@ -92,6 +96,8 @@ CASES = (
     Case("self-padding-causal", key_lengths=(37, 20, 1), is_causal=True),
     Case("cross", keys=53),
     Case("cross-padding", keys=53, key_lengths=(53, 30, 7)),
+    Case("cross-padding-empty-row", keys=53, key_lengths=(53, 0, 7), forward_only=True),
+    Case("self-causal-wide-heads-large-scores", is_causal=True, embed_dim=128, num_heads=2, input_scale=4.0),
 )
 
 
@@ -109,10 +115,11 @@ def make_inputs(case: Case, dtype: torch.dtype, seed: int = 6) -> Inputs:
     state = {name: value.to(dtype).to(torch.float32) for name, value in oracle.random_state(case.embed_dim,
                                                                                             seed=seed).items()}
     shape_x = (case.batch, case.queries, case.embed_dim)
-    x = torch.randn(shape_x, generator=gen, dtype=torch.float64).to(dtype)
+    x = (torch.randn(shape_x, generator=gen, dtype=torch.float64) * case.input_scale).to(dtype)
     context = None
     if case.keys is not None:
-        context = torch.randn(case.batch, case.keys, case.embed_dim, generator=gen, dtype=torch.float64).to(dtype)
+        context = (torch.randn(case.batch, case.keys, case.embed_dim, generator=gen, dtype=torch.float64)
+                   * case.input_scale).to(dtype)
     mask = None if case.key_lengths is None else oracle.padding(case.key_lengths, case.key_count)
     grad_output = torch.randn(shape_x, generator=gen, dtype=torch.float64).to(dtype)
     forward = {"x": x, "context": context, "padding_mask": mask, "is_causal": case.is_causal}
@@ -207,6 +214,8 @@ def check_agreement(result, case: Case, inputs: Inputs, expected: Expected, what
                              f"(keep the input dtype: no .float() casts)")
     hints = mha_hints(case, inputs)
     _close(result.output, golden["output"], tolerances["output"], f"{what}: output", hints)
+    if case.forward_only:
+        return
     grads = dict(result.input_grads or {}) | dict(result.param_grads or {})
     for name, expected_grad in golden.items():
         if name == "output":
@@ -229,21 +238,38 @@ def mha_hints(case: Case, inputs: Inputs):
 
 # ---------------------------------------------------------------- which SDPA backends can run a case
 
-def backend_problem(name: str, case: Case, dtype: torch.dtype, device: str) -> str | None:
-    """Why this backend cannot run the SDPA call the fused path makes for this case, or None if it can.
+# The forms of the SDPA call a correct fused path may make for one case (the handout allows each): the reference's
+# (a bool mask only where there is padding, folded with the causal mask, is_causal otherwise), one bool mask always
+# (the causal mask folded in), and that mask as an additive float mask (0 where a key is visible, -inf elsewhere).
+SDPA_FORMS = ("reference", "bool mask always", "additive mask")
+
+
+def sdpa_form(form: str, case: Case, dtype: torch.dtype, device: str) -> tuple[torch.Tensor | None, bool]:
+    """(attn_mask, is_causal) that a correct fused path of this form hands to F.scaled_dot_product_attention."""
+    L, S = case.queries, case.key_count
+    padding = None if case.key_lengths is None else oracle.padding(case.key_lengths, S)
+    if form == "reference":
+        mask, is_causal = oracle.sdpa_arguments(padding, case.is_causal, L, S)
+    else:
+        expanded = None if padding is None else oracle.expand(padding, L)
+        mask, is_causal = oracle.visible(expanded, case.is_causal, L, S), False
+        if mask is not None and form == "additive mask":
+            mask = torch.zeros(mask.shape, dtype=dtype).masked_fill(~mask, float("-inf"))
+    return (None if mask is None else mask.to(device)), is_causal
+
+
+def backend_problem(name: str, case: Case, dtype: torch.dtype, device: str, form: str = "reference") -> str | None:
+    """Why this backend cannot run the SDPA call a fused path of this form makes for this case, or None if it can.
 
     Probes on the trusted side, forward and backward, with the inputs a correct fused path hands to
-    F.scaled_dot_product_attention: heads (B, H, L, D), a bool (B, 1, L, S) mask only when there is
-    padding (folded with the causal mask, since not every backend takes both), is_causal otherwise.
+    F.scaled_dot_product_attention: heads (B, H, L, D) and the form's mask and is_causal (sdpa_form).
     """
     B, H, L, S = case.batch, case.num_heads, case.queries, case.key_count
     D = case.embed_dim // H
     q = torch.randn(B, H, L, D, device=device, dtype=dtype, requires_grad=True)
     k = torch.randn(B, H, S, D, device=device, dtype=dtype, requires_grad=True)
     v = torch.randn(B, H, S, D, device=device, dtype=dtype, requires_grad=True)
-    padding = None if case.key_lengths is None else oracle.padding(case.key_lengths, S)
-    mask, is_causal = oracle.sdpa_arguments(padding, case.is_causal, L, S)
-    mask = None if mask is None else mask.to(device)
+    mask, is_causal = sdpa_form(form, case, dtype, device)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -254,3 +280,10 @@ def backend_problem(name: str, case: Case, dtype: torch.dtype, device: str) -> s
             reasons = "; ".join(str(w.message).strip().splitlines()[0] for w in caught)
             return f"{str(error).strip().splitlines()[0]}" + (f" ({reasons})" if reasons else "")
     return None
+
+
+def form_problems(name: str, case: Case, dtype: torch.dtype, device: str) -> dict[str, str]:
+    """The forms of a correct SDPA call (SDPA_FORMS) this backend cannot run for this case, each with why: where
+    it runs the reference's but not all of them, a correct fused path can fail there for its form alone."""
+    found = {form: backend_problem(name, case, dtype, device, form) for form in SDPA_FORMS}
+    return {form: why for form, why in found.items() if why is not None}

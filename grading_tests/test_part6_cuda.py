@@ -16,6 +16,7 @@ Run on a GPU machine:  python -m pytest grading_tests -k cuda --submission DIR -
 import pytest
 import torch
 
+from grading_tests.checks import student_raised
 from grading_tests.lowp_tolerance import (
     BACKENDS,
     CASES,
@@ -23,6 +24,7 @@ from grading_tests.lowp_tolerance import (
     cached_expectation,
     check_agreement,
     describe_case,
+    form_problems,
     run_student,
 )
 
@@ -85,4 +87,15 @@ def test_cuda_fused_path_matches_float64_on_each_backend(student, case, dtype, b
     problem = backend_problem(backend, case, dtype, DEVICE)
     if problem is not None:
         pytest.skip(f"the {backend} backend cannot run these inputs on this GPU: {problem}")
-    agree(student, case, dtype, fused=True, backend=backend)
+    try:
+        agree(student, case, dtype, fused=True, backend=backend)
+    except AssertionError as failure:
+        picky = form_problems(backend, case, dtype, DEVICE) if student_raised(failure) else {}
+        if not picky:
+            raise   # the backend runs every form a correct call may take: the failure is the submission's
+        # It refuses some correct forms (flash: a mask): what this path computes decides, with torch's own choice of
+        # backend; a wrong answer fails there, here as well.
+        agree(student, case, dtype, fused=True)
+        pytest.skip(f"the {backend} backend cannot run every form of a correct SDPA call on this GPU "
+                    f"({'; '.join(f'{form}: {why}' for form, why in picky.items())}); this submission's call "
+                    f"stopped under it, and its answer with torch's own choice of backend agrees")

@@ -54,10 +54,12 @@ def submissions(tmp_path_factory):
     saved_path = list(sys.path)
     saved_modules = {n: m for n, m in sys.modules.items() if n == "student" or n.startswith("student.")}
     root = tmp_path_factory.mktemp("agreement")
+    # Correct on backends that take a mask with is_causal (CPU flash), refused by others (math); and the same, wrong.
+    both = edited_reference("multihead.py", FOLD_CAUSAL + "\n            is_causal = False", "pass")
     variants = {"reference": {}} | CORRECT_VARIANTS | {name: bug[0] for name, bug in BUGS.items()} | {
-        # Correct on backends that take a mask with is_causal (CPU flash), refused by others (math).
-        "fused-passes-mask-and-causal": edited_reference(
-            "multihead.py", FOLD_CAUSAL + "\n            is_causal = False", "pass")}
+        "fused-passes-mask-and-causal": both,
+        "fused-passes-mask-and-causal-unscaled": {"multihead.py": both["multihead.py"].replace(
+            SDPA_CALL, SDPA_CALL.replace("is_causal)", "is_causal, scale=1.0)"))}}
     gateways = {name: LocalGateway(write_submission(root / name, overrides=overrides)) for name,
                 overrides in variants.items()}
     yield gateways
@@ -202,6 +204,38 @@ def test_forcing_a_backend_reaches_the_students_call(submissions, cuda_tests):
                                                                             torch.float16, backend)
 
 
+def test_a_backend_that_refuses_a_correct_form_of_the_call_skips_a_right_path_and_fails_a_wrong_one(
+        submissions, cuda_tests, monkeypatch):
+    """On a GPU, flash takes no mask: a correct fused path that always passes a bool mask stops there for its form
+    alone, and is skipped, not failed, once its answer with torch's own choice of backend agrees. Played here with
+    math, which refuses a mask together with is_causal, standing in for such a backend."""
+    monkeypatch.setattr(cuda_tests, "form_problems", lambda *args: {"bool mask always": "stand-in: refused"})
+    case, test = case_named("self-padding-causal"), cuda_tests.test_cuda_fused_path_matches_float64_on_each_backend
+    with pytest.raises(pytest.skip.Exception, match="its answer with torch's own choice of backend agrees"):
+        test(submissions["fused-passes-mask-and-causal"], case, torch.float16, "math")
+    with pytest.raises(AssertionError, match="output") as failure:   # stopped too, but its answer is wrong
+        test(submissions["fused-passes-mask-and-causal-unscaled"], case, torch.float16, "math")
+    assert "raised" not in str(failure.value)
+    with pytest.raises(AssertionError, match="output"):   # a wrong answer under the backend is never skipped
+        test(submissions["fused-unscaled"], case, torch.float16, "math")
+
+
+@pytest.mark.parametrize("case", lowp.CASES, ids=lambda case: case.name)
+def test_every_form_of_a_correct_sdpa_call_gives_the_references_answer(case):
+    """The forms the forced-backend probe tries (lowp.SDPA_FORMS) are all correct calls: each gives what the
+    reference's gives, and CPU flash, which takes them all, refuses none."""
+    B, H, L, S, D = case.batch, case.num_heads, case.queries, case.key_count, case.embed_dim // case.num_heads
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(B, H, n, D, generator=gen, dtype=torch.float64) for n in (L, S, S))
+    answers = {}
+    for form in lowp.SDPA_FORMS:
+        mask, is_causal = lowp.sdpa_form(form, case, torch.float64, "cpu")
+        answers[form] = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
+    for form, answer in answers.items():
+        torch.testing.assert_close(answer, answers["reference"], msg=form)
+    assert lowp.form_problems("flash", case, torch.float32, "cpu") == {}
+
+
 # ---------------------------------------------------------------- the hidden suite on this machine
 
 def test_without_a_gpu_every_cuda_test_skips_and_the_reference_still_scores_100(tmp_path):
@@ -213,14 +247,15 @@ def test_without_a_gpu_every_cuda_test_skips_and_the_reference_still_scores_100(
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     cuda = [c for c in ET.parse(report).getroot().iter("testcase") if c.get("classname",
                                                                             "").endswith("test_part6_cuda")]
-    assert len(cuda) == 108
+    count = len(lowp.CASES) * len(DTYPES) * (2 + len(lowp.BACKENDS))   # manual, fused, fused on each backend
+    assert len(cuda) == count
     reasons = {c.find("skipped").get("message", "") if c.find("skipped") is not None else "RAN" for c in cuda}
     assert reasons == {"needs a CUDA GPU; torch.cuda.is_available() is False here"}
     import json
     scored = json.loads(results.read_text())
     assert scored["score"] == 100.0
     assert not [t for t in scored["tests"] if "test_part6_cuda" in t["name"]]   # not run: in the one entry
-    assert "108 tests (Part 6): needs a CUDA GPU" in scored["tests"][-1]["output"]
+    assert f"{count} tests (Part 6): needs a CUDA GPU" in scored["tests"][-1]["output"]
 
 
 def test_the_grading_code_leaves_torchs_accelerator_alone_until_the_emulated_device_is_wanted():

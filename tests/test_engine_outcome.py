@@ -60,7 +60,8 @@ def test_a_csv_cell_never_starts_like_a_formula(start):
 
 
 def _submission(name="=cmd|' /C calc'!A0", slug="x", source="/class/x"):
-    return submissions.Submission(name, slug, source)
+    """A submission read from the folder `source` (its identity is a digest of it, as discovery gives it)."""
+    return submissions.Submission(name, slug, submissions.identity(source), source)
 
 
 def test_grades_csv_holds_student_text_as_inert_text(tmp_path):
@@ -84,8 +85,9 @@ def test_rows_keep_source_flags_and_attempts_and_a_resume_finds_them_by_source(t
     for row in (graded, failed, failed_twice):
         gradebook.write_result(tmp_path, row, gradebook.results_document(Outcome("error"), row))
     done, taken = gradebook.load_done(tmp_path)
-    assert set(done) == {"/class/a", "/class/c"}      # an engine failure is graded again, once
-    assert taken == {"a": "/class/a", "b": "/class/b", "c": "/class/c"}
+    identity = submissions.identity
+    assert set(done) == {identity("/class/a"), identity("/class/c")}      # an engine failure is graded again, once
+    assert taken == {"a": identity("/class/a"), "b": identity("/class/b"), "c": identity("/class/c")}
     assert gradebook.attempts_before(tmp_path, "b") == 1 and gradebook.attempts_before(tmp_path, "a") == 0
 
 
