@@ -51,7 +51,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from grader.contain import kernel, memcg, processes, seccomp
+from grader.contain import gpu, kernel, memcg, processes, seccomp
 from grader.contain.limits import Limits, apply_sandbox_limits
 
 NAMESPACES = {"pid": kernel.CLONE_NEWPID, "ipc": kernel.CLONE_NEWIPC, "net": kernel.CLONE_NEWNET,
@@ -158,6 +158,7 @@ class Box:
     uid: int | None           # its own user id (root only)
     limits: Limits = field(default_factory=Limits)
     memory_group: str = ""    # memory layer: its own cgroup (the worker's; "" if it could not be made)
+    gpu: int | None = None    # the GPU whose driver files it may open (gpu.allowlist); None: no GPU file at all
 
     def view(self, plan: Plan) -> tuple[str, str]:
         """(the submission's path, the home folder) as the box sees them."""
@@ -563,6 +564,8 @@ def _landlock_rules(plan: Plan, box: Box, own_proc: bool) -> list[tuple[str, int
               ("/dev/zero", kernel.FS_READ_FILE), ("/dev/urandom", kernel.FS_READ_FILE)]
     rules.append(("/proc" if own_proc else "/proc/self", kernel.FS_READ_FILE | kernel.FS_READ_DIR))
     rules.append((BOX_TMP if plan.has("mnt") else home, everything))
+    if box.gpu is not None:
+        rules += gpu.allowlist(box.gpu)
     return rules
 
 
