@@ -160,9 +160,10 @@ def grade_cases(chosen: list[Case], autograder_zip: pathlib.Path, out: pathlib.P
     return [judge(case, results.get(case.name)) for case in chosen]
 
 
-def adversarial_verdicts(out: pathlib.Path, workers: int) -> list[Verdict]:
+def adversarial_verdicts(out: pathlib.Path, workers: int, options=()) -> list[Verdict]:
     """The adversarial zoo (autograder/adversarial), when this checkout has it: hostile submissions,
-    graded in their own batch by this checkout's engine (whose isolation the zoo is written against)."""
+    graded in their own batch by this checkout's engine (whose isolation the zoo is written against); options:
+    more of the batch command's (--gpu)."""
     try:
         zoo = importlib.import_module("autograder.adversarial")
     except ModuleNotFoundError as error:
@@ -172,7 +173,8 @@ def adversarial_verdicts(out: pathlib.Path, workers: int) -> list[Verdict]:
     expectations = zoo.write_adversarial_zoo(out / "adversarial")
     secret = {zoo.channels.SECRET_VARIABLE: zoo.channels.SECRET}   # for the zoo's reader of the grader's environment
     engine_bridge.run_engine([out / "adversarial"], out / "adversarial-grades", REPO, workers=workers,
-                             timeout=engine_bridge.GRADE_TIMEOUT_S + 60 * len(expectations), env=secret)
+                             timeout=engine_bridge.GRADE_TIMEOUT_S + 60 * len(expectations), env=secret,
+                             options=options)
     problems = zoo.verify(expectations, out / "adversarial-grades")
     verdicts = []
     for expectation in expectations:

@@ -7,14 +7,16 @@
 #     RESULTS_DIR=/some/folder benchmarks/gpu_check.sh     # keep the logs, the table and the plot there
 #     JOBS=1 benchmarks/gpu_check.sh                       # one pytest run at a time (default 4 share the GPU)
 #
-# For each submission it runs `python -m pytest grading_tests -k cuda --submission DIR` (the 108 tests of
+# For each submission it runs `python -m pytest grading_tests -k cuda --submission DIR` (the tests of
 # grading_tests/test_part6_cuda.py) and prints passed/failed/skipped. It fails (exit 1) when:
 #   - there is no CUDA GPU (nothing is skipped silently: it stops before running anything);
 #   - the emulated device's fidelity catalogue does not run on CUDA with the CPU's values;
 #   - the reference or a correct variant fails any test, or runs none;
 #   - a known bug fails no test;
 #   - a test is skipped for any reason other than "this SDPA backend cannot run these inputs";
-#   - the benchmark fails.
+#   - the benchmark fails;
+#   - the engine with --gpu (benchmarks/gpu_engine_zoo.py --gpu --quick) grades a submission wrongly, runs no
+#     CUDA test in a sandbox, or gives an adversarial submission what it must not.
 # Skipped backends are listed with their reasons, so what was not checked is visible.
 set -euo pipefail
 
@@ -142,6 +144,19 @@ if [[ $bench_rc -ne 0 ]]; then
     PROBLEMS+=("benchmark: python handout/bench.py --device cuda exited $bench_rc")
 elif grep -qE "^  (manual|fused|SDPA): |DISAGREE" "$RESULTS_DIR/bench-cuda.txt"; then
     PROBLEMS+=("benchmark: the reference solution reported a problem (see $RESULTS_DIR/bench-cuda.txt)")
+fi
+
+# The engine on the GPU (issue 32): the zoo and the adversarial zoo through `python -m grader --gpu`, each
+# submission's sandboxes on a GPU of their own, the CUDA tests run inside them (ENGINE=0 skips it).
+if [[ "${ENGINE:-1}" != 0 ]]; then
+    echo "== the engine with --gpu: benchmarks/gpu_engine_zoo.py --gpu --quick"
+    engine_rc=0
+    "$PYTHON" "$REPO/benchmarks/gpu_engine_zoo.py" --gpu --quick --out "$WORK/engine" \
+        > "$RESULTS_DIR/engine-gpu.txt" 2>&1 || engine_rc=$?
+    tail -n 40 "$RESULTS_DIR/engine-gpu.txt"
+    if [[ $engine_rc -ne 0 ]]; then
+        PROBLEMS+=("engine: python -m grader --gpu did not grade the zoo as expected (see $RESULTS_DIR/engine-gpu.txt)")
+    fi
 fi
 
 echo

@@ -1,17 +1,18 @@
 """The engine itself on a GPU machine: the zoo and the adversarial zoo graded as a course would grade them.
 
-    python benchmarks/gpu_engine_zoo.py [--out DIR] [--workers N]
+    python benchmarks/gpu_engine_zoo.py [--out DIR] [--workers N] [--quick] [--gpu]
 
-Grades the reference, every correct variant and every bug of autograder/zoo in one batch with
-`python -m autograder grade` (every isolation layer the machine allows), then the adversarial zoo in
-a second batch, and prints one line per case: the self-check's verdict (a correct submission exactly
-100, a bug losing points in its own part) and what became of the CUDA tests (test_part6_cuda.py).
-The engine's sandboxes reach no GPU (no GPU device file is opened inside), so on a GPU machine too the
-placement checks use the emulated device and the CUDA tests are reported as not run, worth nothing,
-never failed: a correct submission still scores exactly 100. Exit 1 when a verdict is wrong, when a
-CUDA test failed or passed through the engine, or when an adversarial submission got what it must not.
-benchmarks/gpu_check.sh grades the CUDA tests in-process (python -m pytest --submission DIR); this
-script is the engine's half of the GPU check.
+Grades the reference, every correct variant and every bug of autograder/zoo in one batch with the runtime's
+command (every isolation layer the machine allows), then the adversarial zoo in a second batch, and prints one
+line per case: the self-check's verdict (a correct submission exactly 100, a bug losing points in its own part)
+and what became of the CUDA tests (test_part6_cuda.py).
+
+Without --gpu the sandboxes reach no GPU (no GPU device file is opened inside): the placement checks use the
+emulated device and the CUDA tests are reported as not run, worth nothing, never failed; a CUDA test that ran is
+a problem. With --gpu (`python -m grader --gpu`) each submission's sandboxes get a GPU of their own and the CUDA
+tests run in them: a submission whose CUDA tests did not run is a problem, and so is a correct one that fails
+any. Exit 1 on any problem, or when an adversarial submission got what it must not.
+benchmarks/gpu_check.sh runs this after grading the CUDA tests in-process (python -m pytest --submission DIR).
 """
 from __future__ import annotations
 
@@ -48,13 +49,16 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=pathlib.Path, default=None)
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--quick", action="store_true", help="one bug per part and one variant")
+    parser.add_argument("--gpu", action="store_true", help="grade with the sandboxes on the GPUs (python -m grader "
+                                                           "--gpu): the CUDA tests must run in them")
     args = parser.parse_args(argv)
     out = args.out or pathlib.Path(tempfile.mkdtemp(prefix="gpu-engine-zoo-"))
     cases = selfcheck.cases(quick=args.quick)
     selfcheck.write_cases(cases, out / "submissions")
     start = time.monotonic()
+    options = ("--gpu",) if args.gpu else ()
     engine_bridge.run_engine([out / "submissions"], out / "grades", REPO, workers=args.workers,
-                             timeout=engine_bridge.GRADE_TIMEOUT_S + 60 * len(cases))
+                             timeout=engine_bridge.GRADE_TIMEOUT_S + 60 * len(cases), options=options)
     took = time.monotonic() - start
     results = selfcheck.read_results(out / "grades")
     problems = []
@@ -64,11 +68,13 @@ def main(argv=None) -> int:
         print(f"{'ok ' if verdict.ok else 'BAD'} {case.name:48} {verdict.got[:90]:90} cuda {dict(counts)}")
         if not verdict.ok:
             problems.append(f"{case.name}: expected {verdict.expected}, got {verdict.got[:200]}")
-        if counts["passed"] or counts["failed"]:
+        if args.gpu and not (counts["passed"] or counts["failed"]):
+            problems.append(f"{case.name}: no CUDA test ran in the sandboxes of a GPU run")
+        elif not args.gpu and (counts["passed"] or counts["failed"]):
             problems.append(f"{case.name}: CUDA tests ran through the engine, whose sandbox reaches no GPU")
     print(f"== {len(cases)} submissions graded in {took:.0f} s with {args.workers} workers "
           f"({took / len(cases) * args.workers:.1f} s per submission per worker)")
-    for verdict in selfcheck.adversarial_verdicts(out, args.workers):
+    for verdict in selfcheck.adversarial_verdicts(out, args.workers, options):
         print(f"{'ok ' if verdict.ok else 'BAD'} {verdict.name:48} {verdict.got[:120]}")
         if not verdict.ok:
             problems.append(f"{verdict.name}: {verdict.got[:200]}")

@@ -2,14 +2,27 @@
 stand-in tree of the files as the NVIDIA driver names them, by a child under the Landlock rules a box gets."""
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
 from grader.contain import gpu, isolation, kernel, processes
+from grader.contain.limits import Limits
+from grader.contain.load_free import LoadFreeClock
+from grader.paths import REPO
+from grader.run import batch, run_settings
+from grader.run.outcome import Outcome
+from grader.run.pool import Job
+from grader.run.progress import Progress
+from grader.run.run_settings import Settings
+from grader.run.submissions import Submission
+from tests.patience import SAFETY_NET_S
 
 DEVICES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia0", "nvidia1", "nvidia-modeset",
            "nvidia-caps/nvidia-cap1", "dri/card0", "null-lookalike")
 PROC = ("version", "params", "gpus/0000:01:00.0/information", "gpus/0000:02:00.0/information")
+SYS = ("devices/pci0000:00/0000:01:00.0/numa_node", "module/nvidia/version")
 
 
 def stand_in_driver(root):
@@ -19,6 +32,11 @@ def stand_in_driver(root):
     for name in PROC:
         (root / "proc/driver/nvidia" / name).parent.mkdir(parents=True, exist_ok=True)
         (root / "proc/driver/nvidia" / name).write_text("driver")
+    for name in SYS:
+        (root / "sys" / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / "sys" / name).write_text("topology")
+    (root / "sys" / "kernel").mkdir()
+    (root / "sys" / "kernel" / "secret").write_text("not the GPU's")
     return root
 
 
@@ -69,9 +87,9 @@ def test_a_box_opens_its_gpus_driver_files_and_nothing_beside_them(tmp_path, min
     everything = [str(path) for path in sorted(root.rglob("*")) if path.is_file()]
     found = opened_under(gpu.allowlist(mine, str(root)), everything)
     devices = {str(root / "dev" / name) for name in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", f"nvidia{mine}")}
-    driver = {str(root / "proc/driver/nvidia" / name) for name in PROC}
+    driver = {str(root / "proc/driver/nvidia" / name) for name in PROC} | {str(root / "sys" / name) for name in SYS}
     assert set(found["read"]) == devices | driver
-    assert set(found["write"]) == devices            # the driver's files under /proc: read only
+    assert set(found["write"]) == devices            # the driver's files under /proc and /sys: read only
     assert str(root / "dev" / f"nvidia{other}") not in found["read"]   # never another box's GPU
 
 
@@ -107,3 +125,62 @@ def test_a_box_given_a_gpu_has_its_driver_files_among_its_rules_and_one_without_
     without = isolation._landlock_rules(plan, isolation.Box(str(tmp_path), str(tmp_path / "scratch"), None),
                                         own_proc=True)
     assert not [path for path, _ in without if "nvidia" in path]
+
+
+# ---------------------------------------------------------------- a GPU run (python -m grader --gpu)
+
+@pytest.mark.skipif(os.path.exists("/dev/nvidiactl"), reason="this machine has the NVIDIA driver")
+def test_a_gpu_run_is_refused_here_saying_what_is_missing(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "grader", str(tmp_path), "--out", str(tmp_path / "out"), "--gpu"],
+                          cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S)
+    assert proc.returncode == 2, proc.stderr
+    assert "grade: --gpu: no NVIDIA driver here: /dev/nvidiactl is missing" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
+
+
+def test_a_gpu_runs_settings_reach_every_process_and_its_line_says_what_a_box_reaches():
+    settings = Settings(Limits(), isolation.Plan(("landlock",)), "/s", "/t", (0, 1))
+    assert Settings.from_json(settings.to_json()) == settings
+    assert batch.isolation_note(isolation.Plan(("landlock",)), [], (0, 1)).endswith(
+        "; GPU: each submission's sandboxes one of 2, one at a time (its driver files alone)")
+    assert "GPU" not in batch.isolation_note(isolation.Plan(("landlock",)), [])
+    assert run_settings.gpu_environment(1) == {"CUDA_VISIBLE_DEVICES": "1"}
+    assert run_settings.gpu_environment(None) == run_settings.NO_GPU == {"CUDA_VISIBLE_DEVICES": ""}
+
+
+class RecordingTemplate:
+    """Stands in for the template: each job's result is in at once; records the GPU each job was given and the GPUs
+    of the jobs still running when it started (a job runs until the batch closes its result pipe)."""
+
+    def __init__(self):
+        self.given, self.pipes = [], {}   # (gpu, GPUs running then); result pipe -> its job's GPU
+
+    def start(self, source, keep=None, gpu=None):
+        running = sorted(job_gpu for fd, job_gpu in self.pipes.items() if _is_open(fd))
+        read_end, write_end = os.pipe()
+        os.write(write_end, Outcome("graded", score=1.0).to_json().encode())
+        os.close(write_end)
+        self.given.append((gpu, running))
+        self.pipes[read_end] = gpu   # a number the batch closed may come back: it is this job's now
+        return Job(os.getpid(), read_end, LoadFreeClock(os.getpid()), gpu)
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
+
+
+def test_each_job_of_a_gpu_run_gets_a_gpu_no_running_job_has(tmp_path):
+    (tmp_path / "results").mkdir()
+    template = RecordingTemplate()
+    todo = [Submission(f"s{n}", f"s{n}", f"/class/s{n}", f"/class/s{n}") for n in range(7)]
+    with open(os.devnull, "w") as quiet:
+        rows = batch._grade(template, todo, tmp_path, 2, Limits(), "n", [], Progress(7, 0, quiet), gpus=(0, 1))
+    assert len(rows) == 7 and all(gpu in (0, 1) for gpu, _ in template.given)
+    assert all(gpu not in busy for gpu, busy in template.given)   # never a GPU a running job has
+    assert [gpu for gpu, _ in template.given[:2]] == [0, 1]
+    with pytest.raises(ValueError, match="one submission per GPU at a time"):
+        batch.grade_all([str(tmp_path)], tmp_path / "out", workers=3, limits=Limits(), gpus=(0, 1))

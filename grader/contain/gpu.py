@@ -7,6 +7,9 @@ As the driver names them (under the machine's root; tests build a stand-in tree)
     /dev/nvidia-uvm-tools   its tools interface
     /dev/nvidiaN            GPU N's own device: a box opens its own GPU's, never another's
     /proc/driver/nvidia/    the driver's version, parameters and GPU list, read only
+    /sys/devices/, /sys/bus/pci/devices/, /sys/module/nvidia/
+                            where the GPU sits on the machine (its PCI place, NUMA node), read only: what the
+                            driver's libraries read of it
 
 and nothing beside them: no other GPU's device, no /dev/nvidia-modeset, no /dev/nvidia-caps/ (MIG capabilities),
 no /dev/dri. The driver's user-space libraries (libcuda.so and the rest) lie in the system library folders every
@@ -26,6 +29,7 @@ from grader.contain import kernel
 SHARED_DEVICES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools")
 GPU_DEVICE = re.compile(r"nvidia(\d+)")
 DRIVER_PROC = ("proc", "driver", "nvidia")
+TOPOLOGY = (("sys", "devices"), ("sys", "bus", "pci", "devices"), ("sys", "module", "nvidia"))
 # A device is opened for reading and writing and driven by ioctl (Landlock ABI 5 and later handle ioctls on devices).
 DEVICE_RIGHTS = kernel.FS_READ_FILE | kernel.FS_WRITE_FILE | kernel.FS_IOCTL_DEV
 READ_ONLY = kernel.FS_READ_FILE | kernel.FS_READ_DIR
@@ -65,4 +69,4 @@ def allowlist(gpu: int, root: str = "/") -> list[tuple[str, int]]:
     if gpu < 0:
         raise ValueError(f"no GPU {gpu}")
     rules = [(_dev(root, name), DEVICE_RIGHTS) for name in (*SHARED_DEVICES, f"nvidia{gpu}")]
-    return [*rules, (os.path.join(root, *DRIVER_PROC), READ_ONLY)]
+    return [*rules, *((os.path.join(root, *folder), READ_ONLY) for folder in (DRIVER_PROC, *TOPOLOGY))]

@@ -104,10 +104,14 @@ class Sandbox:
 
 
 class SandboxGateway(Gateway):
-    def __init__(self, spawner: Spawner, limits: Limits, log: SessionLog, *, words_shown: bool = True):
+    def __init__(self, spawner: Spawner, limits: Limits, log: SessionLog, *, words_shown: bool = True,
+                 second_device: str | None = None):
         """words_shown: an import's report may be shown in its own words (False where a sandbox can read the
-        grader's files: isolation.Plan.hides_the_graders_files)."""
+        grader's files: isolation.Plan.hides_the_graders_files). second_device: "cuda" where the sandboxes are given
+        a GPU (a GPU run); None: the emulated device."""
         super().__init__()
+        if second_device is not None:
+            self.second_device = second_device
         self.words_shown = words_shown
         self.spawner, self.limits, self.log = spawner, limits, log
         self.box: Sandbox | None = None     # the sandbox answering now (None: the next call starts one)

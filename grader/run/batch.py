@@ -37,10 +37,14 @@ def closed_to_sandboxes(out: pathlib.Path, paths: list[str], sources: list[str],
     return list(unique.values())
 
 
-def isolation_note(plan: isolation.Plan, closed: list) -> str:
+def isolation_note(plan: isolation.Plan, closed: list, gpus: tuple[int, ...] = ()) -> str:
     """The run's isolation line. Without Landlock, closing files to other users is what keeps them from the
-    sandboxes, so the line names anything a stranger could still read."""
+    sandboxes, so the line names anything a stranger could still read. A GPU run says what a box may reach of
+    the GPUs (only where Landlock holds is that its own GPU's driver files alone)."""
     note = plan.line()
+    if gpus:
+        reach = "its driver files alone" if plan.has("landlock") else "every GPU's driver files (no landlock)"
+        note += f"; GPU: each submission's sandboxes one of {len(gpus)}, one at a time ({reach})"
     if not plan.has("uid") or plan.has("landlock"):
         return note
     leaks = isolation.readable_by_stranger([p for p in [*SECRETS, *closed] if p.exists()])
@@ -71,7 +75,8 @@ class Run:
 
 def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None, keep: str | None = None,
               private=(), force=(), regrade: bool = False, repeat: int = 1, due=None,
-              exports: bool = True, template: Template | None = None, shard: tuple[int, int] | None = None) -> Run:
+              exports: bool = True, template: Template | None = None, shard: tuple[int, int] | None = None,
+              gpus: tuple[int, ...] = ()) -> Run:
     """Grade everything under paths that out/ has no result for yet: results/<slug>.json each, and grades.csv.
     keep: a folder that gets, per submission, its trusted-side pytest log and its sandboxes' output.
     private: the grader's own files and folders that no sandbox may read (see isolation_note).
@@ -86,7 +91,10 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
     the first job); this run closes it. None: started here.
     shard: (i, n): grade only shard i of n of the class (submissions.shard_of), into an output folder the other
     shards share, and write no grades.csv: a run without a shard writes it once every shard has finished (it finds
-    everything graded, and grades nothing again)."""
+    everything graded, and grades nothing again).
+    gpus: a GPU run: each job is given one of these GPUs, which no other running job has (workers at most as many)."""
+    if gpus and workers > len(gpus):
+        raise ValueError(f"{workers} workers for {len(gpus)} GPU(s): one submission per GPU at a time")
     for raw in paths:
         if not os.path.lexists(raw):
             raise FileNotFoundError(f"{raw}: no such file or folder")
@@ -106,7 +114,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
                              f"(torch would fail to load parts of itself there and correct code would lose points): "
                              f"run the engine from the environment's real place, "
                              f"{os.path.join(os.path.realpath(sys.prefix), 'bin', os.path.basename(sys.executable))}")
-        template.configure(Settings(limits, plan, sandbox_root, trusted_root))
+        template.configure(Settings(limits, plan, sandbox_root, trusted_root, gpus))
         (out / "results").mkdir(parents=True, exist_ok=True)
         done, taken = gradebook.load_done(out)
         found = submissions.shard_of(submissions.discover(paths, taken, staging=exports_root, due=due,
@@ -117,7 +125,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
                 closing = permissions.Closing.begin(closed)
             except PermissionError as error:
                 raise SetupError(str(error)) from None
-        note = isolation_note(plan, closed)
+        note = isolation_note(plan, closed, gpus)
         contents = {s.source: submissions.fingerprint(s.location, exports_root) for s in found}
         again = regrades(found, done, contents, force)   # before anything moves: an unknown --force name stops here
         earlier = changes.archive(out) if regrade else None
@@ -128,7 +136,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         rows = [gradebook.with_identity(done[s.source], s) for s in found if s not in todo]
         progress = Progress(len(todo), len(rows), progress_stream)
         rows += _grade(template, todo, out, workers, limits, note, list(rows), progress, keep, contents, again, suite,
-                       gradebook_too=shard is None)
+                       gradebook_too=shard is None, gpus=gpus)
         progress.close()
         run = Run(rows, note, found, contents, stale=sum(r.graded_with != suite for r in rows))
         if earlier:
@@ -136,7 +144,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
             run.changes = changes.compare((before, earlier / "results"), (_by_source(rows), out / "results"))
             changes.write(out / "changes.csv", run.changes)
         if repeat > 1:
-            run.repeats = _repeat(template, found, out, workers, limits, note, repeat, suite, rows)
+            run.repeats = _repeat(template, found, out, workers, limits, note, repeat, suite, rows, gpus)
     finally:
         template.close()
         memcg.remove_own_run()   # the run's memory cgroup (the probe made it), with any box group left in it
@@ -157,7 +165,8 @@ def _by_source(rows: list[Row]) -> dict[str, Row]:
     return {row.source: row for row in rows}
 
 
-def _repeat(template, found, out: pathlib.Path, workers, limits, note, times: int, suite, rows) -> list[changes.Change]:
+def _repeat(template, found, out: pathlib.Path, workers, limits, note, times: int, suite, rows,
+            gpus: tuple[int, ...] = ()) -> list[changes.Change]:
     """Grade every submission again, into out/repeat-2/ ... (each a fresh folder), and compare each grading with
     the first: out/repeat.csv lists every submission where any test's verdict (or the score) differed."""
     differed: list[changes.Change] = []
@@ -166,7 +175,7 @@ def _repeat(template, found, out: pathlib.Path, workers, limits, note, times: in
         shutil.rmtree(again_out, ignore_errors=True)
         (again_out / "results").mkdir(parents=True)
         progress = Progress(len(found), 0, None)
-        again_rows = _grade(template, found, again_out, workers, limits, note, [], progress, suite=suite)
+        again_rows = _grade(template, found, again_out, workers, limits, note, [], progress, suite=suite, gpus=gpus)
         differed += changes.compare((_by_source(rows), out / "results"),
                                     (_by_source(again_rows), again_out / "results"))
     changes.write(out / "repeat.csv", differed, labels=("first", "again"))
@@ -204,13 +213,14 @@ def _remove_roots(sandbox_root: str, trusted_root: str) -> None:
 
 
 def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier_rows, progress,
-           keep: str | None = None, contents=None, again=None, suite: str = "", gradebook_too: bool = True
-           ) -> list[Row]:
+           keep: str | None = None, contents=None, again=None, suite: str = "", gradebook_too: bool = True,
+           gpus: tuple[int, ...] = ()) -> list[Row]:
     """Run up to `workers` submissions at once; write each result as soon as it is in (with the content it was
     graded on, and why it was graded again, if it was: see regrades), and grades.csv with it (gradebook_too; a
-    shard writes none: it holds a part of the class)."""
+    shard writes none: it holds a part of the class). gpus: each job is given one no running job has."""
     waiting = collections.deque(todo)
     running: dict[int, tuple] = {}   # result fd -> (submission, job)
+    free_gpus = collections.deque(gpus)
     rows: list[Row] = []
     allowed = limits.submission_net + SAFETY_MARGIN
 
@@ -231,10 +241,13 @@ def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier
     while waiting or running:
         while waiting and len(running) < workers:
             submission = waiting.popleft()
+            given = free_gpus.popleft() if gpus else None
             try:
                 kept = os.path.join(os.path.abspath(keep), submission.slug) if keep else None
-                job = template.start(submission.location, kept)
+                job = template.start(submission.location, kept, given)
             except (OSError, RuntimeError) as error:   # the template is gone: every row still gets written
+                if given is not None:
+                    free_gpus.append(given)
                 record(submission, Outcome.failed(f"grader error: could not start grading ({error})"))
                 continue
             running[job.fd] = (submission, job)
@@ -247,6 +260,8 @@ def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier
                 continue
             del running[fd]
             os.close(fd)
+            if job.gpu is not None:   # its worker, trusted process and sandboxes are gone: the GPU is free
+                free_gpus.append(job.gpu)
             record(submission, job.outcome())
         for _submission, job in running.values():
             if job.clock.elapsed() > allowed:   # a hung worker: an engine bug, never the student's code

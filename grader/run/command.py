@@ -81,6 +81,11 @@ def parser(prog: str = "python -m grader", doc: str = __doc__) -> argparse.Argum
     p.add_argument("--shard", metavar="I/N", type=shard, default=None,
                    help="grade only share I of N of the class (a stable split by submission), into an --out that the "
                         "other shards share; no grades.csv: run once more without --shard when every shard is done")
+    p.add_argument("--gpu", action="store_true",
+                   help="grade on this machine's NVIDIA GPUs too: each submission's sandboxes get one GPU of their "
+                        "own (its driver files and nothing else; one submission per GPU at a time, so --workers is "
+                        "at most the GPU count) and the hidden suite's CUDA tests run in them. Refused where no "
+                        "GPU is present; without it the CUDA tests are reported as not run")
     p.add_argument("--no-exports", dest="exports", action="store_false",
                    help="read no PATH as a Gradescope export: each is a submission or a folder of them (how the "
                         "Gradescope harness grades one upload, which a student could dress up as an export)")
@@ -137,14 +142,23 @@ def _grade(argv, template, arguments: argparse.ArgumentParser):
         print(f"grade: --due {args.due!r} is not a date with a time zone, as 2026-11-20T23:59:00-05:00",
               file=sys.stderr)
         return 2, None, args
+    from grader.contain import gpu
     from grader.contain.limits import Limits
 
+    gpus: tuple[int, ...] = ()
+    if args.gpu:
+        try:
+            gpus = tuple(gpu.require())
+        except gpu.GpuError as error:
+            print(f"grade: --gpu: {error}", file=sys.stderr)
+            return 2, None, args
     limits = Limits(call_timeout=args.timeout, budget=args.budget, memory_bytes=int(args.memory_gb * 2**30))
     from grader.run import batch, submissions
     try:
-        run = batch.grade_all(args.paths, args.out, workers=args.workers, limits=limits, keep=args.keep,
-                              private=args.private, force=args.force, regrade=args.regrade, repeat=args.repeat, due=due,
-                              exports=args.exports, template=template, shard=args.shard)
+        run = batch.grade_all(args.paths, args.out, workers=min(args.workers, len(gpus) or args.workers),
+                              limits=limits, keep=args.keep, private=args.private, force=args.force,
+                              regrade=args.regrade, repeat=args.repeat, due=due, exports=args.exports,
+                              template=template, shard=args.shard, gpus=gpus)
     except (FileNotFoundError, KeyError, batch.SetupError) as error:
         print(f"grade: {error.args[0] if isinstance(error, KeyError) else error}", file=sys.stderr)
         return 2, None, args

@@ -49,6 +49,7 @@ class Job:
     pid: int            # the worker (leader of its own process group)
     fd: int             # read end of its result pipe
     clock: LoadFreeClock   # since it started: its tree's time, not counting waits for a busy machine's CPU
+    gpu: int | None = None   # the GPU it was given (a GPU run)
     data: bytearray = field(default_factory=bytearray)
 
     def outcome(self) -> Outcome:
@@ -89,11 +90,14 @@ class Template:
         data = text.encode()
         self.control.sendall(LENGTH.pack(len(data)) + data)
 
-    def start(self, source: str, keep: str | None = None) -> Job:
-        """Grade source in a new worker; keep: a folder for its pytest log and its sandboxes' output."""
+    def start(self, source: str, keep: str | None = None, gpu: int | None = None) -> Job:
+        """Grade source in a new worker; keep: a folder for its pytest log and its sandboxes' output; gpu: the GPU
+        its trusted process and sandboxes are given (a GPU run)."""
         read_end, write_end = os.pipe()
+        given = b"" if gpu is None else str(gpu).encode()
         try:
-            socket.send_fds(self.control, [os.fsencode(source) + b"\0" + os.fsencode(keep or "")], [write_end])
+            socket.send_fds(self.control, [b"\0".join([os.fsencode(source), os.fsencode(keep or ""), given])],
+                            [write_end])
         finally:
             os.close(write_end)
         reply = self.control.recv(PID.size, socket.MSG_WAITALL)
@@ -101,7 +105,7 @@ class Template:
             os.close(read_end)
             raise RuntimeError("the grading template process went away")
         pid = PID.unpack(reply)[0]
-        return Job(pid, read_end, LoadFreeClock(pid))
+        return Job(pid, read_end, LoadFreeClock(pid), gpu)
 
     def close(self) -> None:
         """After the last job the template's workers are all done, so it goes at once (it may still be warming
@@ -127,21 +131,22 @@ def _template_main(control: socket.socket, parent: int) -> None:
 
         sys.argv[:] = ["autograder-template"]
         settings = Settings.from_json(_receive(control))   # sent once the batch has probed the kernel's layers
-        worker.prepare_template(full=False)   # the first worker starts sooner (see prepare_template)
+        cuda = bool(settings.gpus)   # a GPU run: no emulated second device anywhere (it would take CUDA's place)
+        worker.prepare_template(full=False, cuda=cuda)   # the first worker starts sooner (see prepare_template)
         served = 0
         while True:
             message, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 1)
             if not message or len(fds) != 1:
                 break
             if served:
-                worker.prepare_template()    # once a second worker is wanted: from then on all start warm
+                worker.prepare_template(cuda=cuda)    # once a second worker is wanted: from then on all start warm
             served += 1
-            source, keep = (os.fsdecode(part) for part in message.split(b"\0", 1))
+            source, keep, given = (os.fsdecode(part) for part in message.split(b"\0", 2))
             template = os.getpid()
             pid = os.fork()
             if pid == 0:
                 control.close()
-                _worker_main(source, keep or None, fds[0], settings, template)
+                _worker_main(source, keep or None, fds[0], settings, template, int(given) if given else None)
             os.close(fds[0])
             control.sendall(PID.pack(pid))
             processes.reap(block=False)
@@ -157,14 +162,15 @@ def _receive(control: socket.socket) -> str:
     return control.recv(size, socket.MSG_WAITALL).decode()
 
 
-def _worker_main(source: str, keep: str | None, result_fd: int, settings: Settings, parent: int) -> None:
+def _worker_main(source: str, keep: str | None, result_fd: int, settings: Settings, parent: int,
+                 gpu: int | None = None) -> None:
     code = 0
     try:
         from grader.run import worker
 
         processes.die_with_parent(parent)
         os.setpgid(0, 0)   # the batch can kill this worker and its trusted process in one go
-        data = worker.grade_one(source, settings, private_fds=(result_fd,), keep=keep).to_json().encode()
+        data = worker.grade_one(source, settings, private_fds=(result_fd,), keep=keep, gpu=gpu).to_json().encode()
         view = memoryview(data)
         while view:
             view = view[os.write(result_fd, view):]

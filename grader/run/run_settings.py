@@ -15,8 +15,14 @@ if TYPE_CHECKING:   # the batch imports this before it starts the template: noth
 
 # The engine's processes run on the CPU (a sandbox opens no GPU device file): CUDA hidden from torch, so that on a
 # GPU machine torch.cuda.is_available() is simply False there, not an error of a driver it cannot reach (seen on
-# an H100). Set in the template's environment (pool.py) and again in each sandbox's (sandbox.py).
+# an H100). Set in the template's environment (pool.py) and again in each sandbox's (sandbox.py). In a GPU run
+# (--gpu) a job's trusted process and its sandboxes see the one GPU the job was given (gpu_environment).
 NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}
+
+
+def gpu_environment(gpu: int | None) -> dict[str, str]:
+    """What a grading process is told of the GPUs: none, or the one its job was given."""
+    return NO_GPU if gpu is None else {"CUDA_VISIBLE_DEVICES": str(gpu)}
 
 
 @dataclass(frozen=True)
@@ -25,10 +31,12 @@ class Settings:
     plan: isolation.Plan         # the layers every sandbox applies (isolation.probe)
     sandbox_root: str            # 0711: sandboxes can enter their own folder but list nothing
     trusted_root: str            # 0700: the trusted processes' scratch space
+    gpus: tuple[int, ...] = ()   # a GPU run (--gpu): the GPUs the jobs are given, one each at a time; () on the CPU
 
     def to_json(self) -> str:
         return json.dumps({"limits": asdict(self.limits), "plan": self.plan.to_json(),
-                           "sandbox_root": self.sandbox_root, "trusted_root": self.trusted_root})
+                           "sandbox_root": self.sandbox_root, "trusted_root": self.trusted_root,
+                           "gpus": list(self.gpus)})
 
     @classmethod
     def from_json(cls, text: str) -> Settings:
@@ -37,4 +45,4 @@ class Settings:
 
         data = json.loads(text)
         return cls(Limits(**data["limits"]), isolation.Plan.from_json(data["plan"]), data["sandbox_root"],
-                   data["trusted_root"])
+                   data["trusted_root"], tuple(int(gpu) for gpu in data.get("gpus", ())))

@@ -21,7 +21,7 @@ import torch
 
 from grader.contain import isolation, processes, tripwires
 from grader.paths import REPO
-from grader.run.run_settings import NO_GPU
+from grader.run.run_settings import gpu_environment
 from grader.wire import emulated, executor, messages, protocol
 from grader.wire.messages import CallReply, CallRequest, Failure, ModuleReply, Ready
 
@@ -32,12 +32,14 @@ PROJECT_PACKAGES = ("student", "grading_tests", "assignment", "grader", "autogra
 _warm = {"cpu": False, "second device": False}
 
 
-def warm_up() -> None:
+def warm_up(*, emulated_device: bool = True) -> None:
     """Run the torch paths student code typically needs once on the CPU, and the wire, so forked sandboxes
-    (and the trusted process) start warm. Once per template."""
+    (and the trusted process) start warm. Once per template. emulated_device: register the emulated second device
+    (not in a GPU run: registered beside CUDA it would take CUDA's place as torch's accelerator)."""
     if _warm["cpu"]:
         return
-    emulated.install()   # the template never touches CUDA: every sandbox forked from it has the second device
+    if emulated_device:
+        emulated.install()   # the template never touches CUDA: every sandbox forked from it has the second device
     torch.set_num_threads(1)
     q = torch.randn(2, 3, 4, 8, requires_grad=True)
     mask = torch.ones(4, 4, dtype=torch.bool).tril()
@@ -155,7 +157,7 @@ def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan, *, 
         # USER and LOGNAME: the box's user id is in no password database, and code that asks who runs it
         # (getpass.getuser(), which torch.compile's caches call in torch 2.11) must get an answer, not a KeyError.
         os.environ.update({"PATH": "/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
-                           "OMP_NUM_THREADS": "1", "USER": "sandbox", "LOGNAME": "sandbox", **NO_GPU,
+                           "OMP_NUM_THREADS": "1", "USER": "sandbox", "LOGNAME": "sandbox", **gpu_environment(box.gpu),
                            **{name: os.path.join(home, folder) for name, folder in isolation.CACHE_FOLDERS.items()}})
         # Its own folder, named rather than found: tempfile finds one by creating a file in each candidate, which a
         # box that may write nothing (seccomp.py) fails at, and the template's choice may be a folder it cannot use.
@@ -164,9 +166,10 @@ def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan, *, 
         sys.dont_write_bytecode = True
         sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - for good
         sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115 - for good
-        emulated.install()   # a sandbox reaches no GPU: its second device is always the emulated one (the template's)
-        if warm_second:
-            warm_up_second_device()   # under the sandbox's limits, before the submission is imported
+        if box.gpu is None:   # no GPU: its second device is the emulated one (the template's)
+            emulated.install()
+            if warm_second:
+                warm_up_second_device()   # under the sandbox's limits, before the submission is imported
         wires = tripwires.Tripwires(submission, [home, *isolation.installation_roots()],
                                     {"executor": executor, "protocol": protocol, "messages": messages,
                                      "sandbox": _SELF})

@@ -17,6 +17,7 @@ from grader.contain.limits import Limits, apply_trusted_limits
 from grader.paths import GRADING_DIR, REPO
 from grader.run.files import atomic_write
 from grader.run.outcome import Outcome
+from grader.run.run_settings import gpu_environment
 
 OUTPUT_SHOWN = 2000   # characters of the submission's own printing shown in its feedback
 TRUSTED_SECONDS = 300.0   # CPU seconds of the suite's own work, beyond the student's budget
@@ -37,10 +38,12 @@ class _SecondDeviceLast:
         items.sort(key=lambda item: item.get_closest_marker("second_device") is not None)
 
 
-def run(control, work_dir: str, limits: Limits, package: str, hidden_files: bool = True) -> None:
+def run(control, work_dir: str, limits: Limits, package: str, hidden_files: bool = True,
+        gpu: int | None = None) -> None:
     """Body of the forked trusted process: grade the student/ package at `package` (read here only as text: the
     sandboxes run it), write work_dir/result.json, never return. hidden_files: whether the sandboxes are kept from
-    the grader's files (isolation.Plan.hides_the_graders_files)."""
+    the grader's files (isolation.Plan.hides_the_graders_files). gpu: the GPU this job was given (a GPU run: the
+    CUDA tests run, their low-precision expectations computed here on it; the float64 oracle stays on the CPU)."""
     code = 0
     try:
         log_fd = os.open(os.path.join(work_dir, "pytest.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -48,7 +51,8 @@ def run(control, work_dir: str, limits: Limits, package: str, hidden_files: bool
         os.dup2(log_fd, 2)
         os.chdir(work_dir)   # anything pytest writes stays in this private folder
         apply_trusted_limits(limits, limits.budget + TRUSTED_SECONDS)
-        atomic_write(os.path.join(work_dir, "result.json"), grade(control, limits, package, hidden_files).to_json())
+        atomic_write(os.path.join(work_dir, "result.json"),
+                     grade(control, limits, package, hidden_files, gpu).to_json())
     except BaseException as error:  # noqa: BLE001 - reported to the worker as a grader error
         code = 1
         print(f"grader error: {type(error).__name__}: {error}", flush=True)
@@ -57,17 +61,19 @@ def run(control, work_dir: str, limits: Limits, package: str, hidden_files: bool
         os._exit(code)
 
 
-def grade(control, limits: Limits, package: str, hidden_files: bool = True) -> Outcome:
+def grade(control, limits: Limits, package: str, hidden_files: bool = True, gpu: int | None = None) -> Outcome:
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    os.environ.update(gpu_environment(gpu))   # before anything asks CUDA: it reads this when it starts
     from grader.gateway.client import SandboxGateway, SessionLog, Spawner
     from grader.scoring import error_results, gradescope_results
     from grader.suite import GradingPlugin
 
     log = SessionLog()
     def gateway(_config) -> SandboxGateway:
-        made = SandboxGateway(Spawner(control), limits, log, words_shown=hidden_files)
+        made = SandboxGateway(Spawner(control), limits, log, words_shown=hidden_files,
+                              second_device="cuda" if gpu is not None else None)
         made.note_source(package)   # the rule's evidence the sandbox cannot erase: its source, read as text
         return made
 

@@ -34,25 +34,29 @@ from grader.run.outcome import Outcome
 from grader.run.run_settings import Settings
 
 
-def prepare_template(*, full: bool = True) -> None:
+def prepare_template(*, full: bool = True, cuda: bool = False) -> None:
     """Warm up the template, so that every process forked after it starts warm: torch's common CPU paths, and
     with full, pytest (the trusted process's runner) and the emulated second device (0.7 s). The first worker
     is forked before the full warm-up: its trusted process imports pytest and its second sandbox warms up the
-    second device, side by side with the first sandbox (_serve)."""
-    sandbox.warm_up()
+    second device, side by side with the first sandbox (_serve). cuda: a GPU run, whose second device is the GPU:
+    no emulated one, and CUDA is left alone (it starts in each process that uses it, never before a fork)."""
+    sandbox.warm_up(emulated_device=not cuda)
     if full:
         from grader.run import trusted  # noqa: F401 - the trusted process's code, pytest with it
-        sandbox.warm_up_second_device()
+        if not cuda:
+            sandbox.warm_up_second_device()
 
 
 KEPT = ("pytest.log", "sandbox-output.txt")   # what the trusted process leaves in its folder, for --keep
 
 
-def grade_one(source: str, settings: Settings, private_fds=(), keep: str | None = None) -> Outcome:
+def grade_one(source: str, settings: Settings, private_fds=(), keep: str | None = None,
+              gpu: int | None = None) -> Outcome:
     """Grade one submission (a folder or a zip).
 
     private_fds: descriptors of the caller that the trusted process must not inherit.
     keep: a folder to copy the trusted process's pytest log and the sandboxes' output into.
+    gpu: the GPU its trusted process and sandboxes are given (a GPU run); None: none.
     """
     started = time.monotonic()
     private_dir = tempfile.mkdtemp(prefix="sub-", dir=settings.sandbox_root)
@@ -66,7 +70,7 @@ def grade_one(source: str, settings: Settings, private_fds=(), keep: str | None 
             outcome = Outcome.rejected(f"the submission could not be unpacked ({type(error).__name__}: {error})")
         else:
             submissions.open_for_reading(private_dir)
-            outcome = _run_trusted(private_dir, work_dir, settings, private_fds)
+            outcome = _run_trusted(private_dir, work_dir, settings, private_fds, gpu)
             outcome.flags = [*unpacked.flags, *outcome.flags]
             if unpacked.note:
                 outcome.message = "; ".join(filter(None, [unpacked.note, outcome.message]))
@@ -91,7 +95,7 @@ def _keep(work_dir: str, keep: str) -> None:
             shutil.copyfile(os.path.join(work_dir, name), os.path.join(keep, name))
 
 
-def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fds) -> Outcome:
+def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fds, gpu: int | None = None) -> Outcome:
     processes.become_subreaper()   # whatever a sandbox leaves running becomes ours to sweep
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     worker = os.getpid()
@@ -108,11 +112,11 @@ def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fd
             from grader.run import trusted  # pytest with it: in this process, unless the template had it
 
             package = os.path.join(private_dir, submissions.PACKAGE)
-            trusted.run(theirs, work_dir, settings.limits, package, settings.plan.hides_the_graders_files())
+            trusted.run(theirs, work_dir, settings.limits, package, settings.plan.hides_the_graders_files(), gpu)
         finally:
             os._exit(1)   # never back into the worker's code (the worker reports the missing result)
     theirs.close()
-    boxes = Boxes(settings, private_dir, pid)
+    boxes = Boxes(settings, private_dir, pid, gpu)
     try:
         exit_status, killed = _serve(ours, pid, boxes, LoadFreeClock(worker), settings.limits.submission_net)
     finally:
@@ -166,9 +170,10 @@ class Spare:
 class Boxes:
     """The sandboxes of one submission: forked on request, and nothing of them left once they end."""
 
-    def __init__(self, settings: Settings, private_dir: str, trusted_pid: int):
+    def __init__(self, settings: Settings, private_dir: str, trusted_pid: int, gpu: int | None = None):
         self.settings, self.private_dir, self.trusted_pid = settings, private_dir, trusted_pid
         self.plan = settings.plan
+        self.gpu = gpu                  # the GPU each of its boxes may open (a GPU run)
         self.live: dict[int, isolation.Box] = {}
         self.count = 0
         self.peak = 0                   # memory layer: the most any box's processes held together
@@ -204,7 +209,7 @@ class Boxes:
 
     def _box(self, pid: int, scratch: str, group: str = "") -> isolation.Box:
         uid = isolation.sandbox_uid(pid) if self.plan.has("uid") else None
-        return isolation.Box(self.private_dir, scratch, uid, self.settings.limits, group)
+        return isolation.Box(self.private_dir, scratch, uid, self.settings.limits, group, self.gpu)
 
     def watch(self) -> None:
         """Stop, whole, every box that reached its memory limit (v1: its processes wait there for this; v2: the
