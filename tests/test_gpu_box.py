@@ -1,6 +1,5 @@
 """A box given a GPU opens exactly that GPU's driver files (grader/contain/gpu.py), proven without a GPU: on a
 stand-in tree of the files as the NVIDIA driver names them, by a child under the Landlock rules a box gets."""
-import json
 import os
 import subprocess
 import sys
@@ -49,32 +48,18 @@ def landlock_abi() -> int:
 
 def opened_under(rules, paths) -> dict[str, list[str]]:
     """In a child under exactly these Landlock rules: {"read": paths it could read, "write": ... write}."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            os.close(read_end)
-            kernel.landlock_enforce(kernel.landlock_ruleset(kernel.landlock_abi(), rules, deny_tcp=False,
-                                                            scope=False))
-            found = {"read": [], "write": []}
-            for path in paths:
-                for mode, flag in (("read", os.O_RDONLY), ("write", os.O_WRONLY)):
-                    try:
-                        os.close(os.open(path, flag))
-                        found[mode].append(path)
-                    except OSError:
-                        pass
-            os.write(write_end, json.dumps(found).encode())
-        except BaseException:  # noqa: BLE001 - the parent reads no answer
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as handle:
-        answer = handle.read()
-    processes.reap([pid])
-    return json.loads(answer)
+    def attempt():
+        kernel.landlock_enforce(kernel.landlock_ruleset(kernel.landlock_abi(), rules, deny_tcp=False, scope=False))
+        found = {"read": [], "write": []}
+        for path in paths:
+            for mode, flag in (("read", os.O_RDONLY), ("write", os.O_WRONLY)):
+                try:
+                    os.close(os.open(path, flag))
+                    found[mode].append(path)
+                except OSError:
+                    pass
+        return found
+    return processes.answer_of_child(attempt)
 
 
 needs_landlock = pytest.mark.skipif(landlock_abi() < 5, reason="needs Landlock ABI 5 (device ioctls) to decide")

@@ -228,33 +228,18 @@ def probe(scratch_parent: str) -> Plan:
     scratch = os.path.join(scratch_parent, "probe-scratch")
     os.makedirs(submission, exist_ok=True)
     uid = sandbox_uid(os.getpid()) if plan.has("uid") else None
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            os.close(read_end)
-            box = Box(submission, scratch, uid, memory_group=box_group)
-            failures = _probe_child(plan.for_box(box), box, bait)
-            os.write(write_end, json.dumps(failures).encode())
-        except BaseException:  # noqa: BLE001 - the parent reads no answer and reports every layer as failed
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as handle:
-        answer = handle.read()
-    processes.reap([pid])
+    box = Box(submission, scratch, uid, memory_group=box_group)
+    answer = processes.answer_of_child(lambda: _probe_child(plan.for_box(box), box, bait))
     clean_folder(scratch, uid)
     os.unlink(bait)
     os.rmdir(submission)
     if box_group:
         with contextlib.suppress(OSError):
             memcg.remove(box_group)
-    try:
-        failures = [tuple(f) for f in json.loads(answer)]
-    except ValueError:
+    if answer is None:   # it died: every layer is reported as failed
         failures = [(layer, "the probe died while applying it") for layer in plan.held]
+    else:
+        failures = [tuple(f) for f in answer]
     plan = plan.without(failures)
     if plan.memory_group and not plan.has("memory"):
         memcg.remove_run(plan.memory_group)

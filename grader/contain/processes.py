@@ -6,8 +6,10 @@ trusts what a sandbox says about itself: CPU time is read from /proc by the trus
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
+from collections.abc import Callable
 
 from grader.contain import kernel
 
@@ -25,6 +27,30 @@ def die_with_parent(parent: int) -> None:
 def become_subreaper() -> None:
     """Orphans among our descendants become our children (not init's), so none escapes a kill sweep."""
     kernel.prctl(kernel.PR_SET_CHILD_SUBREAPER, 1)
+
+
+def answer_of_child(work: Callable[[], object]):
+    """work() run in a forked child (which may lock itself down for good: it ends right after), its answer sent
+    back as JSON; None where the child died without one."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(read_end)
+            os.write(write_end, json.dumps(work()).encode())
+        except BaseException:  # noqa: BLE001 - the parent reads no answer
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as handle:
+        answer = handle.read()
+    reap([pid])
+    try:
+        return json.loads(answer)
+    except ValueError:
+        return None
 
 
 def reap(pids: list[int] | None = None, *, block: bool = True) -> dict[int, int]:
