@@ -319,6 +319,21 @@ def test_a_shared_span_across_two_files_is_named_in_each():
     assert similarity.spans(code, np.array([[6], [9]])) == "masking.py:1-2"
 
 
+def test_a_drawing_shows_each_file_that_shares_code_under_its_name_with_its_line_numbers():
+    """As MOSS and JPlag draw a match: per file, numbered as in that file, the shared spans marked, long unshared
+    stretches cut, a file that shares nothing left out, and the submission's text escaped."""
+    import numpy as np
+    heads = "import torch\n\ndef a():\n    return 1\n" + "x = 2\n" * 10 + "def b():\n    return x < 5\n"
+    code = similarity.Code("x", "x", frozenset(), heads + "y = 1\n", ((0, "heads.py"), (len(heads), "masking.py")))
+    drawn = similarity._marked(code, np.array([[heads.index("def a"), heads.index("def b")],
+                                               [heads.index("\nx = 2"), len(heads) - 1]]))
+    assert "<h4>heads.py</h4>" in drawn and "masking.py" not in drawn
+    lines = drawn.split("<pre>", 1)[1].removesuffix("</pre>").split("\n")
+    assert "<span class='line'>    3</span> <mark>def a():</mark>" in lines
+    assert "<span class='line'>   16</span> <mark>    return x &lt; 5</mark>" in lines   # its own numbers, escaped
+    assert any("class='cut'" in line for line in lines) and not any(">    9</span>" in line for line in lines)
+
+
 def test_the_page_draws_each_family_once_by_its_closest_pair(tmp_path):
     """Five copies of one solution make ten pairs and one family: one drawing, not ten (a class of 500 with a
     few families of copies must make a page a TA can read)."""

@@ -455,7 +455,7 @@ def write_csv(out: pathlib.Path, pairs: list[Pair]) -> None:
 STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{padding:2px 8px;"
          "border-bottom:1px solid #ddd;text-align:left}.pair{margin:2em 0}.sides{display:flex;gap:1em}"
          ".side{flex:1;min-width:0}pre{background:#f6f6f6;padding:.5em;overflow-x:auto;font-size:12px}"
-         "mark{background:#ffd27f}")
+         "mark{background:#ffd27f}.line{color:#888;user-select:none}.cut{color:#888}h4{margin:.8em 0 .2em}")
 
 
 def render_html(pairs: list[Pair], compared: int, settings: str) -> str:
@@ -478,7 +478,7 @@ def render_html(pairs: list[Pair], compared: int, settings: str) -> str:
     for n, family in enumerate(found[:SHOWN_PAIRS], 1):
         pair = family.pairs[0]
         sides = [f"<div class='side'><h3>{e(printable(code.name))}: {share:.0%} shared</h3>"
-                 f"<p>shared: {e(printable(spans(code, slices)))}</p><pre>{_marked(code.text, slices)}</pre></div>"
+                 f"<p>shared: {e(printable(spans(code, slices)))}</p>{_marked(code, slices)}</div>"
                  for code, slices, share in zip((pair.first, pair.second), pair.slices, pair.shares, strict=True)]
         others = "".join(f"<li>{e(printable(p.first.name))} and {e(printable(p.second.name))}: {p.similarity:.0%}"
                          f"</li>" for p in family.pairs[1:])
@@ -500,11 +500,49 @@ def render_html(pairs: list[Pair], compared: int, settings: str) -> str:
             f"</body></html>")
 
 
-def _marked(text: str, slices) -> str:
-    """text escaped for HTML, the slices marked and long stretches between them cut (copydetect's highlighter,
-    imported only when there is a pair to draw)."""
-    from copydetect.utils import highlight_overlap
-    return highlight_overlap(text, slices, "<mark>", "</mark>", truncate=6, escape_html=True)[0]
+CONTEXT_LINES = 3   # unshared lines kept on each side of a shared stretch in a drawing; the rest is cut
+
+
+def _marked(code: Code, slices) -> str:
+    """The submission's files that share code, each under its own name with its own line numbers, the shared
+    spans marked and unshared stretches longer than the context cut (as MOSS and JPlag draw a match per file).
+    Everything from the submission is escaped."""
+    shared = bytearray(len(code.text))
+    for start, end in zip(*slices.tolist(), strict=True):
+        shared[start:end] = b"\x01" * (end - start)
+    ends = [start for start, _ in code.files[1:]] + [len(code.text)]
+    drawn = []
+    for (start, name), end in zip(code.files, ends, strict=True):
+        if not any(shared[start:end]):
+            continue
+        lines, offset = [], start
+        for text in code.text[start:end].splitlines(keepends=True):
+            lines.append((offset, text.rstrip("\n")))
+            offset += len(text)
+        marked = [any(shared[at:at + max(1, len(text))]) for at, text in lines]
+        keep = [any(marked[max(0, i - CONTEXT_LINES):i + CONTEXT_LINES + 1]) for i in range(len(lines))]
+        rows, cut = [], False
+        for number, ((at, text), kept) in enumerate(zip(lines, keep, strict=True), 1):
+            if not kept:
+                if not cut:
+                    rows.append("<span class='cut'>      …</span>")
+                cut = True
+                continue
+            cut = False
+            rows.append(f"<span class='line'>{number:5d}</span> {_line(text, shared[at:at + len(text)])}")
+        drawn.append(f"<h4>{html.escape(printable(name))}</h4><pre>{chr(10).join(rows)}</pre>")
+    return "".join(drawn)
+
+
+def _line(text: str, shared: bytearray) -> str:
+    """One line escaped for HTML, its shared characters marked."""
+    pieces, start = [], 0
+    for index in range(1, len(text) + 1):
+        if index == len(text) or shared[index] != shared[start]:
+            piece = html.escape(text[start:index])
+            pieces.append(f"<mark>{piece}</mark>" if shared[start] else piece)
+            start = index
+    return "".join(pieces)
 
 
 def settings_line() -> str:
