@@ -9,6 +9,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -343,3 +344,38 @@ def test_the_page_draws_each_family_once_by_its_closest_pair(tmp_path):
     page = similarity.render_html(pairs, 5, similarity.settings_line())
     assert len(pairs) == 10 and page.count("<div class='pair'") == 1
     assert "1 family, 10 pair(s) to look at" in page and page.count("<li>") == 9
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+WINDOW = (1280, 20000)   # a page a TA scrolls through: a class's tables and one drawing, not every family's code
+
+
+def drawn(page: pathlib.Path, shot: pathlib.Path) -> np.ndarray:
+    """The page as a headless Chromium draws it in a WINDOW-sized window: its pixels (rows, columns, RGB)."""
+    from PIL import Image
+    proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                           f"--screenshot={shot}", f"--window-size={WINDOW[0]},{WINDOW[1]}", page.as_uri()],
+                          capture_output=True, text=True, timeout=SAFETY_NET_S)
+    assert proc.returncode == 0 and shot.is_file(), proc.stderr[-2000:]
+    with Image.open(shot) as image:
+        return np.asarray(image.convert("RGB"))
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium from the system's packages (.ci/run installs it)")
+def test_a_browser_draws_the_families_and_one_drawing_with_its_marks_and_the_page_fits(hand_class, tmp_path):
+    """What a TA sees, drawn by a real browser: the shared spans marked (the mark colour on screen), numbered
+    lines, and a page that ends within the window for a class of 500 with five families, because each family's
+    drawing is folded but the first. Unfolded, the same drawings run past it: the fold is what makes it fit."""
+    pairs = similarity.compare(list(hand_class.values()))
+    assert len(similarity.families(pairs)) == 5
+    page = tmp_path / "similarity.html"
+    text = similarity.render_html(pairs, 500, similarity.settings_line())
+    page.write_text(text)
+    pixels = drawn(page, tmp_path / "page.png")
+    inked = np.flatnonzero((pixels != 255).any(axis=(1, 2)))
+    assert inked[-1] < WINDOW[1] - 1, "the page runs past the window"
+    assert ((pixels == (0xFF, 0xD2, 0x7F)).all(axis=2)).sum() > 10_000, "no shared span is marked on screen"
+    assert ((pixels == (0x88, 0x88, 0x88)).all(axis=2)).sum() > 1_000, "no line number is drawn"
+    page.write_text(text.replace("<details class='pair'", "<details open class='pair'"))
+    unfolded = drawn(page, tmp_path / "unfolded.png")
+    assert (unfolded[-1] != 255).any() or (unfolded[-200:] != 255).any(), "unfolded, the drawings fit too"

@@ -455,7 +455,8 @@ def write_csv(out: pathlib.Path, pairs: list[Pair]) -> None:
 STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{padding:2px 8px;"
          "border-bottom:1px solid #ddd;text-align:left}.pair{margin:2em 0}.sides{display:flex;gap:1em}"
          ".side{flex:1;min-width:0}pre{background:#f6f6f6;padding:.5em;overflow-x:auto;font-size:12px}"
-         "mark{background:#ffd27f}.line{color:#888;user-select:none}.cut{color:#888}h4{margin:.8em 0 .2em}")
+         "mark{background:#ffd27f}.line{color:#888;user-select:none}.cut{color:#888}h4{margin:.8em 0 .2em}"
+         "summary h2{display:inline;cursor:pointer}")
 
 
 def render_html(pairs: list[Pair], compared: int, settings: str) -> str:
@@ -482,15 +483,19 @@ def render_html(pairs: list[Pair], compared: int, settings: str) -> str:
                  for code, slices, share in zip((pair.first, pair.second), pair.slices, pair.shares, strict=True)]
         others = "".join(f"<li>{e(printable(p.first.name))} and {e(printable(p.second.name))}: {p.similarity:.0%}"
                          f"</li>" for p in family.pairs[1:])
-        sections.append(f"<div class='pair' id='family{n}'><h2>Family {n}: {e(printable(pair.first.name))} and "
-                        f"{e(printable(pair.second.name))}, its closest pair</h2>"
+        # Each drawing folded but the first (no script: the browser unfolds one on a click, or on a link to it), so
+        # that a class with many families is a page of its tables, not of every family's code.
+        sections.append(f"<details class='pair' id='family{n}'{' open' if n == 1 else ''}><summary><h2>Family {n}: "
+                        f"{e(printable(pair.first.name))} and {e(printable(pair.second.name))}, its closest pair"
+                        f"</h2></summary>"
                         + (f"<p>Its other pairs:</p><ul>{others}</ul>" if others else "")
-                        + f"<div class='sides'>{''.join(sides)}</div></div>")
+                        + f"<div class='sides'>{''.join(sides)}</div></details>")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>Code similarity</title>"
             f"<style>{STYLE}</style></head><body><h1>Code similarity: {len(found)} famil"
             f"{'y' if len(found) == 1 else 'ies'}, {len(pairs)} pair(s) to look at</h1>"
             f"<p>{compared} submissions compared ({e(settings)}). Each family (submissions linked by flagged pairs, "
-            f"directly or through one another) is drawn below once, by its closest pair side by side; similarity.csv "
+            f"directly or through one another) is drawn below once, by its closest pair side by side (the first "
+            f"unfolded; click a family to unfold it); similarity.csv "
             f"lists every pair with its family. A flag asks a human to look: it is never evidence on its own and "
             f"never costs points. The handout's code is left out; marked spans are shared.</p>"
             f"<h2>Families, the largest first</h2><table><tr><th>family</th><th>members</th><th>who</th>"
