@@ -25,8 +25,6 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers", "part(n): the assignment part this test grades")
     config.addinivalue_line("markers", "weight(w): this test's share of its part's points (default 1)")
-    config.addinivalue_line("markers", "second_device: runs student code on a second device (a GPU, or the "
-                                       "stand-in device emulated on the CPU)")
     config.addinivalue_line("markers", "gated(*names): runs only once each named function computes its basic case "
                                        "(grading_tests/gates.py)")
     config.addinivalue_line("markers", "second_opinion(case, *args): compares two answers, the second from a process "
@@ -44,6 +42,14 @@ def pytest_configure(config):
 @pytest.fixture(scope="session")
 def student(pytestconfig) -> Gateway:
     return registered(pytestconfig).gateway(pytestconfig)
+
+
+@pytest.fixture
+def second_device(student) -> str:
+    """The device the placement checks run student code on besides the CPU: a GPU where the student's code reaches
+    one, else the device emulated on the CPU (placement.py). A test that runs student code there asks for it (the
+    engine, grader/run/trusted.py, runs the tests that do last, by this name)."""
+    return student.second_device
 
 
 @pytest.fixture(autouse=True)

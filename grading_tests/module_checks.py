@@ -238,8 +238,8 @@ def check_empty_sequence(student, case, seed, lengths, *, fused):
                                                      scale=0.0)[empty])])
 
 
-def check_placement(student, seed, *, fused):
+def check_placement(second: str, student, seed, *, fused):
     for case in ("self-causal-padding", "cross-padding"):
         init_kwargs, state, forward = case_inputs(case, seed)
         spec = module_spec(init_kwargs, state, forward, fused=fused)
-        run_module_placed(student, spec, describe_forward(init_kwargs, forward, fused), forward["x"].shape)
+        run_module_placed(second, student, spec, describe_forward(init_kwargs, forward, fused), forward["x"].shape)

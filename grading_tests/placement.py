@@ -1,8 +1,9 @@
 """Device placement checks: results land on the inputs' device, on the device asked for, or on torch's default.
 
-The second device is a GPU where the student's code can reach one (graded in-process on a GPU machine), else a
-device emulated on the CPU (the engine's grader/wire/emulated.py; the engine's sandboxes reach no GPU):
-`student.second_device` says which. The emulated device has values, so every check decides on every machine:
+The second device is a GPU where the student's code can reach one (in-process on a GPU machine, or the engine's
+sandboxes with --gpu), else a device emulated on the CPU (grader/wire/emulated.py): the `second_device` fixture
+(conftest.py) says which, and a test that runs student code there asks for it and hands it to these helpers. The
+emulated device has values, so every check decides on every machine:
 code that reads values (int(n), .item(), .tolist(), boolean indexing) runs there as on a GPU, and what a GPU
 refuses it refuses too (tensors of two devices in one operation, .numpy()), with CUDA's message. A call that
 raises there fails the check; no exception, whatever its text, makes a check inconclusive.
@@ -22,16 +23,16 @@ def _failed(error: StudentError, what: str, device: str):
     fail(f"{what} on the {device} device raised {error.type_name}: {error.message}{hint}")
 
 
-def call_placed(function: GradedFunction, *args, shape, device_argument: bool = False, default_device: bool = False,
-                **kwargs) -> CallResult:
-    """function (student.<name>) with every tensor input on the second device, or (device_argument) with
-    device=<the second device> passed to it, or (default_device) with the second device torch's default device
-    and no device passed; the result must have `shape` (see expect_result) and be on the second device.
+def call_placed(second: str, function: GradedFunction, *args, shape, device_argument: bool = False,
+                default_device: bool = False, **kwargs) -> CallResult:
+    """function (student.<name>) with every tensor input on the second device (`second`: the test's second_device
+    fixture), or (device_argument) with device=<the second device> passed to it, or (default_device) with the
+    second device torch's default device and no device passed; the result must have `shape` (see expect_result) and
+    be on the second device.
 
     With default_device the same call is made three times, the default changed between them (the second device,
     none, the second device again), so a result remembered from an earlier call (a cache keyed on device=None)
     lands on the wrong device in one of them, whichever came first."""
-    second = function.gateway.second_device
     if device_argument:
         kwargs, options, where = {**kwargs, "device": second}, CallOptions(), ""
     elif default_device:
@@ -60,9 +61,8 @@ def _placed(function: GradedFunction, args, kwargs, options: CallOptions, what: 
     return result
 
 
-def run_module_placed(student, spec: ModuleSpec, what: str, shape) -> ModuleResult:
-    """MultiHeadAttention built, loaded and run with the module and its inputs on the second device."""
-    second = student.second_device
+def run_module_placed(second: str, student, spec: ModuleSpec, what: str, shape) -> ModuleResult:
+    """MultiHeadAttention built, loaded and run with the module and its inputs on the second device (`second`)."""
     try:
         result = student.run_module(spec, CallOptions(device=second))
     except StudentError as error:

@@ -121,9 +121,8 @@ def test_inputs_are_not_modified(student):
 
 
 @pytest.mark.gated("scaled_scores")
-@pytest.mark.second_device
-def test_works_on_the_inputs_device(student):
-    call_placed(student.scaled_scores, randn(2, 3, 5, seed=24), randn(2, 4, 5, seed=25), shape=(2, 3, 4))
+def test_works_on_the_inputs_device(student, second_device):
+    call_placed(second_device, student.scaled_scores, randn(2, 3, 5, seed=24), randn(2, 4, 5, seed=25), shape=(2, 3, 4))
 
 
 def test_views_of_q_and_k_give_the_same_scores(student):

@@ -63,16 +63,14 @@ def test_causal_mask_values(student, sizes):
 
 
 @pytest.mark.gated("causal_mask")
-@pytest.mark.second_device
-def test_causal_mask_on_the_requested_device(student):
-    call_placed(student.causal_mask, 3, 5, shape=(3, 5), device_argument=True)
+def test_causal_mask_on_the_requested_device(student, second_device):
+    call_placed(second_device, student.causal_mask, 3, 5, shape=(3, 5), device_argument=True)
 
 
 @pytest.mark.gated("causal_mask")
-@pytest.mark.second_device
-def test_causal_mask_on_the_default_device(student):
+def test_causal_mask_on_the_default_device(student, second_device):
     """device=None means torch's default device (torch.set_default_device), not the CPU."""
-    call_placed(student.causal_mask, 3, 5, shape=(3, 5), default_device=True)
+    call_placed(second_device, student.causal_mask, 3, 5, shape=(3, 5), default_device=True)
 
 
 # ---------------------------------------------------------------- padding_mask
@@ -106,25 +104,24 @@ def test_padding_mask_values(student, lengths, max_len, as_tensor):
 
 
 @pytest.mark.gated("padding_mask")
-@pytest.mark.second_device
-def test_padding_mask_on_the_lengths_device(student):
-    call_placed(student.padding_mask, torch.tensor([2, 4, 1]), max_len=5, shape=(3, 5))
-    call_placed(student.padding_mask, torch.tensor([2, 4, 1]), shape=(3, 4))   # max_len from the lengths
+def test_padding_mask_on_the_lengths_device(student, second_device):
+    call_placed(second_device, student.padding_mask, torch.tensor([2, 4, 1]), max_len=5, shape=(3, 5))
+    call_placed(second_device, student.padding_mask, torch.tensor([2, 4, 1]), shape=(3, 4))   # max_len from the lengths
 
 
 @pytest.mark.gated("padding_mask")
-@pytest.mark.second_device
-def test_padding_mask_on_the_requested_device(student):
-    call_placed(student.padding_mask, [2, 4, 1], max_len=5, shape=(3, 5), device_argument=True)
-    call_placed(student.padding_mask, [2, 4, 1], shape=(3, 4), device_argument=True)   # max_len from the lengths
+def test_padding_mask_on_the_requested_device(student, second_device):
+    call_placed(second_device, student.padding_mask, [2, 4, 1], max_len=5, shape=(3, 5), device_argument=True)
+    # max_len from the lengths:
+    call_placed(second_device, student.padding_mask, [2, 4, 1], shape=(3, 4), device_argument=True)
 
 
 @pytest.mark.gated("padding_mask")
-@pytest.mark.second_device
-def test_padding_mask_of_a_list_on_the_default_device(student):
+def test_padding_mask_of_a_list_on_the_default_device(student, second_device):
     """Lengths given as a list and no device: torch's default device (torch.set_default_device)."""
-    call_placed(student.padding_mask, [2, 4, 1], max_len=5, shape=(3, 5), default_device=True)
-    call_placed(student.padding_mask, [2, 4, 1], shape=(3, 4), default_device=True)   # max_len from the lengths
+    call_placed(second_device, student.padding_mask, [2, 4, 1], max_len=5, shape=(3, 5), default_device=True)
+    # max_len from the lengths:
+    call_placed(second_device, student.padding_mask, [2, 4, 1], shape=(3, 4), default_device=True)
 
 
 # ---------------------------------------------------------------- apply_mask
@@ -185,9 +182,8 @@ def test_apply_mask_does_not_modify_its_inputs(student):
 
 
 @pytest.mark.gated("apply_mask")
-@pytest.mark.second_device
-def test_apply_mask_on_the_inputs_device(student):
-    call_placed(student.apply_mask, randn(2, 3, 4, seed=37), randn(3, 4, seed=38) > 0, shape=(2, 3, 4))
+def test_apply_mask_on_the_inputs_device(student, second_device):
+    call_placed(second_device, student.apply_mask, randn(2, 3, 4, seed=37), randn(3, 4, seed=38) > 0, shape=(2, 3, 4))
 
 
 # ---------------------------------------------------------------- scaled_dot_product_attention
@@ -455,10 +451,9 @@ def test_float64_inputs_stay_float64(student):
 
 
 @pytest.mark.gated("scaled_dot_product_attention")
-@pytest.mark.second_device
-def test_runs_on_the_inputs_device(student):
+def test_runs_on_the_inputs_device(student, second_device):
     q, k, v = randn(2, 5, 4, seed=89), randn(2, 6, 4, seed=90), randn(2, 6, 3, seed=91)
-    call_placed(student.scaled_dot_product_attention, q, k, v, _mask((2, 5, 6), 92), is_causal=True,
+    call_placed(second_device, student.scaled_dot_product_attention, q, k, v, _mask((2, 5, 6), 92), is_causal=True,
                 shape=attention_shapes(q, k, v))
 
 

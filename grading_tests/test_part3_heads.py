@@ -155,10 +155,9 @@ def test_keeps_the_dtype(student, dtype):
 
 
 @pytest.mark.gated("split_heads", "merge_heads")
-@pytest.mark.second_device
-def test_runs_on_the_inputs_device(student):
-    call_placed(student.split_heads, randn(2, 5, 12, seed=237), 3, shape=(2, 3, 5, 4))
-    call_placed(student.merge_heads, randn(2, 3, 5, 4, seed=238), shape=(2, 5, 12))
+def test_runs_on_the_inputs_device(student, second_device):
+    call_placed(second_device, student.split_heads, randn(2, 5, 12, seed=237), 3, shape=(2, 3, 5, 4))
+    call_placed(second_device, student.merge_heads, randn(2, 3, 5, 4, seed=238), shape=(2, 5, 12))
 
 
 @pytest.mark.gated("split_heads", "merge_heads")

@@ -86,9 +86,8 @@ def test_torch_sdpa_accepts_the_expanded_mask_for_any_head_count(student):
 
 
 @pytest.mark.gated("expand_padding_mask")
-@pytest.mark.second_device
-def test_runs_on_the_masks_device(student):
-    call_placed(student.expand_padding_mask, oracle.padding([2, 4, 3]), 5, shape=(3, 1, 5, 4))
+def test_runs_on_the_masks_device(student, second_device):
+    call_placed(second_device, student.expand_padding_mask, oracle.padding([2, 4, 3]), 5, shape=(3, 1, 5, 4))
 
 
 @pytest.mark.gated("expand_padding_mask")

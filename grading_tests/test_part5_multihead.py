@@ -198,9 +198,8 @@ def test_low_precision_module(student, dtype):
 
 
 @pytest.mark.gated("MultiHeadAttention")
-@pytest.mark.second_device
-def test_runs_on_the_inputs_device(student):
-    check_placement(student, 700, fused=False)
+def test_runs_on_the_inputs_device(student, second_device):
+    check_placement(second_device, student, 700, fused=False)
 
 
 @pytest.mark.gated("MultiHeadAttention")

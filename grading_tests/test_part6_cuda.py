@@ -37,7 +37,6 @@ WEIGHT = 6.0 / (len(DTYPES) * len(CASES) * len(PATHS))
 pytestmark = [
     pytest.mark.part(6),
     pytest.mark.weight(WEIGHT),
-    pytest.mark.second_device,
     pytest.mark.skipif(not torch.cuda.is_available(),
                        reason="needs a CUDA GPU; torch.cuda.is_available() is False here"),
 ]
@@ -46,10 +45,11 @@ DEVICE = "cuda"
 
 
 @pytest.fixture(autouse=True)
-def _student_code_reaches_the_gpu(student):
-    """Where the student's code runs without a GPU (an engine's sandbox: it opens no GPU device file), these
-    tests cannot decide: skipped (worth 0, the part's points shared among the tests that ran), never failed."""
-    if student.second_device != DEVICE:
+def _student_code_reaches_the_gpu(second_device):
+    """Where the student's code runs without a GPU (an engine's sandbox without --gpu: it opens no GPU device
+    file), these tests cannot decide: skipped (worth 0, the part's points shared among the tests that ran), never
+    failed. (Asking for the second device also has the engine run them last, with the other tests that use it.)"""
+    if second_device != DEVICE:
         pytest.skip("the student's code runs where no GPU can be reached (the grading engine's sandbox); "
                     "run `python -m pytest grading_tests -k cuda --submission DIR` to grade the GPU path")
 

@@ -104,9 +104,8 @@ def test_fused_low_precision(student, dtype):
 
 
 @pytest.mark.gated("MultiHeadAttention(fused=True)")
-@pytest.mark.second_device
-def test_fused_runs_on_the_inputs_device(student):
-    check_placement(student, 930, fused=True)
+def test_fused_runs_on_the_inputs_device(student, second_device):
+    check_placement(second_device, student, 930, fused=True)
 
 
 @pytest.mark.gated("MultiHeadAttention(fused=True)")

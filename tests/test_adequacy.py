@@ -17,6 +17,7 @@ from grader.gateway.local import LocalGateway
 from grader.paths import REFERENCE_DIR, REPO
 from grading_tests import gates
 from tests.patience import SAFETY_NET_S
+from tests.suite_runner import call_hidden
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +88,7 @@ def _passes(test, student, gated: bool) -> bool:
         if gated:
             for mark in (m for m in test.pytestmark if m.name == "gated"):
                 gates.require(student, *mark.args)
-        test(student)
+        call_hidden(test, student)
     except AssertionError:
         return False
     return True

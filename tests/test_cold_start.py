@@ -20,7 +20,7 @@ from grader.contain.limits import Limits
 from grader.gateway import CallOptions, ModuleSpec, StudentError
 from grader.gateway.client import SandboxGateway, SessionLog, uses_second_device
 from grader.paths import REPO
-from grader.run.trusted import _SecondDeviceLast
+from grader.run.trusted import SECOND_DEVICE_FIXTURE, _SecondDeviceLast
 from grader.scoring import entry_test
 from grader.suite import GradingPlugin
 from grader.wire import messages
@@ -70,28 +70,25 @@ def test_the_common_grading_paths_leave_torchs_symbolic_shapes_unloaded():
     assert proc.stdout.split() == ["False", "True"]   # ours leave it out; the explicit form (defence off) loads it
 
 
-def test_every_test_that_runs_student_code_on_the_second_device_is_marked_so():
-    unmarked = []
+def test_every_test_that_runs_student_code_on_the_second_device_asks_for_it():
+    """The placement helpers take the device from the test: a test that uses one has the second_device fixture,
+    whose name the engine runs last (a helper cannot be called without a device)."""
+    unasked = []
     for path in sorted((REPO / "grading_tests").glob("test_*.py")):
         tree = ast.parse(path.read_text())
-        module_marked = "second_device" in ast.unparse(next((n for n in tree.body if isinstance(n, ast.Assign) and
-                                                            ast.unparse(n.targets[0]) == "pytestmark"), ast.Pass()))
         for node in tree.body:
             if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")):
                 continue
             uses = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & PLACEMENT_HELPERS
-            marked = module_marked or any("second_device" in ast.unparse(d) for d in node.decorator_list)
-            if uses and not marked:
-                unmarked.append(f"{path.name}::{node.name}")
-    assert unmarked == []
+            if uses and SECOND_DEVICE_FIXTURE not in [argument.arg for argument in node.args.args]:
+                unasked.append(f"{path.name}::{node.name}")
+    assert unasked == []
 
 
 class _Item:
     def __init__(self, nodeid: str, second_device: bool = False):
-        self.nodeid, self.second_device = nodeid, second_device
-
-    def get_closest_marker(self, name):
-        return object() if name == "second_device" and self.second_device else None
+        self.nodeid = nodeid
+        self.fixturenames = ["student", *([SECOND_DEVICE_FIXTURE] if second_device else [])]
 
 
 def test_the_engine_runs_second_device_tests_last_in_their_own_order():

@@ -19,6 +19,7 @@ from autograder.zoo.bugs import BUGS
 from autograder.zoo.variants import VARIANTS
 from grader.gateway.local import LocalGateway
 from grading_tests import gates, second_opinions
+from tests.suite_runner import call_hidden
 
 ZOO = {sample.name: sample.overrides for sample in BUGS + VARIANTS}
 # Mistakes written here to show what a reshaped test still catches.
@@ -202,9 +203,9 @@ def outcome(test, student, params) -> tuple[str, str]:
             answered = second_opinions.ask(student, {test.__name__: opinion[0]})[test.__name__]
             if isinstance(answered, BaseException):
                 raise answered
-            test(answered, **params)
+            call_hidden(test, answered, **params)
         else:
-            test(student, **params)
+            call_hidden(test, student, **params)
     except AssertionError as failure:
         return FAIL, str(failure)
     return PASS, ""

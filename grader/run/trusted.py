@@ -29,13 +29,19 @@ PYTEST_ARGS = ["-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:logging"
                "--capture=no", "-o", "addopts=", "--tb=line", f"--rootdir={REPO}"]
 
 
+# The hidden suite's fixture for the second device (grading_tests/conftest.py): a test that runs student code there
+# asks for it.
+SECOND_DEVICE_FIXTURE = "second_device"
+
+
 class _SecondDeviceLast:
-    """pytest plugin: the tests that run student code on a second device go last, so the sandbox that warms up
-    the second device meanwhile (worker.py) is ready when they start. (The results keep the suite's order.)"""
+    """pytest plugin: the tests that run student code on a second device (those that ask for its fixture) go last,
+    so the sandbox that warms up the second device meanwhile (worker.py) is ready when they start. (The results
+    keep the suite's order.)"""
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items):
-        items.sort(key=lambda item: item.get_closest_marker("second_device") is not None)
+        items.sort(key=lambda item: SECOND_DEVICE_FIXTURE in getattr(item, "fixturenames", ()))
 
 
 def run(control, work_dir: str, limits: Limits, package: str, hidden_files: bool = True,
