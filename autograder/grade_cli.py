@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import sys
 
+from autograder import exports
 from grader.run import command
 
 
@@ -33,7 +34,7 @@ def parser():
 
 
 def main(argv=None) -> int:
-    code, run, args = command.grade(argv, parser())
+    code, run, args = command.grade(argv, parser(), exports.read_metadata)
     if run is None:
         return code
     if run.shard:   # the reports are of the whole class: the run without --shard makes them

@@ -10,6 +10,7 @@ import zipfile
 
 import pytest
 
+from autograder.exports import read_metadata
 from autograder.samples import write_submission
 from autograder.stubs import GRADED_MODULES
 from grader.paths import REPO, STUDENT_DIR
@@ -72,7 +73,7 @@ def test_an_export_named_by_the_grader_is_read_as_an_export(tmp_path, given):
     export = export_folder(tmp_path / "src")
     archive = zip_tree(export, tmp_path / "export.zip", "assignment_7_export")
     path = {"export folder": export, "export zip": archive}[given]
-    found = submissions.discover([path], staging=str(tmp_path / "staging"))
+    found = submissions.discover([path], staging=str(tmp_path / "staging"), read_metadata=read_metadata)
     assert people(found) == EXPECTED
     for submission in found:
         assert (pathlib_of(submission.location) / "student" / "__init__.py").is_file()
@@ -90,7 +91,7 @@ def test_inside_a_folder_of_submissions_an_export_is_one_submission(tmp_path, gi
         for path in sorted(export.rglob("*"), reverse=True):
             path.unlink() if path.is_file() else path.rmdir()
         export.rmdir()
-    found = submissions.discover([holder], staging=str(tmp_path / "staging"))
+    found = submissions.discover([holder], staging=str(tmp_path / "staging"), read_metadata=read_metadata)
     assert [(s.name, s.submission_id, s.submitters) for s in found] == [
         ("assignment_7_export" if given == "folder above the export" else "upload", "", ())]
     with pytest.raises(submissions.SubmissionError, match="a grader names an export itself"):
@@ -103,7 +104,7 @@ def test_with_no_exports_even_a_named_path_is_one_submission(tmp_path):
     upload = write_submission(tmp_path / "upload")
     (upload / "submission_metadata.yml").write_text(METADATA)
     (upload / "submission_101").mkdir()
-    read_as_export = submissions.discover([upload], staging=str(tmp_path / "staging"))
+    read_as_export = submissions.discover([upload], staging=str(tmp_path / "staging"), read_metadata=read_metadata)
     assert "Ada Lovelace & Alan Turing" in [s.name for s in read_as_export]   # defence off: rows named by the upload
     found = submissions.discover([upload], exports=False)
     assert [(s.name, s.submitters) for s in found] == [("upload", ())]
@@ -119,12 +120,21 @@ def pathlib_of(text):
 
 def test_an_export_zips_submissions_keep_their_identity_across_runs(tmp_path):
     archive = zip_tree(export_folder(tmp_path / "src"), tmp_path / "export.zip", "assignment_7_export")
-    first = submissions.discover([archive], staging=str(tmp_path / "one"))
-    again = submissions.discover([archive], {s.slug: s.source for s in first}, staging=str(tmp_path / "two"))
+    first = submissions.discover([archive], staging=str(tmp_path / "one"), read_metadata=read_metadata)
+    again = submissions.discover([archive], {s.slug: s.source for s in first}, staging=str(tmp_path / "two"),
+                                 read_metadata=read_metadata)
     assert [(s.source, s.slug) for s in again] == [(s.source, s.slug) for s in first]
     real = os.path.realpath(archive)   # a digest of it: no folder of the grader's in a results file
     assert [s.source for s in first] == [submissions.identity(f"{real}::{os.path.basename(s.location)}") for s in first]
     assert len({s.location for s in first + again}) == 4   # read from each run's own extraction
+
+
+def test_an_export_is_refused_by_the_runtimes_own_discovery_saying_which_command_reads_it(tmp_path):
+    """The runtime that ships to Gradescope reads no export (PyYAML is the instructor's tools'): it says so."""
+    export = export_folder(tmp_path / "src")
+    with pytest.raises(submissions.SubmissionError, match=r"is a Gradescope export: grade it with `python -m "
+                                                          r"autograder grade`"):
+        submissions.discover([export])
 
 
 def test_two_export_zips_of_one_name_and_ruby_tagged_metadata_are_read(tmp_path):
@@ -135,7 +145,7 @@ def test_two_export_zips_of_one_name_and_ruby_tagged_metadata_are_read(tmp_path)
             "submission_102:\n", "submission_102: !ruby/hash:ActiveSupport::HashWithIndifferentAccess\n"))
         (tmp_path / course / "zips").mkdir()
         exports.append(zip_tree(export, tmp_path / course / "zips" / "export.zip", "assignment_7_export"))
-    found = submissions.discover(exports, staging=str(tmp_path / "staging"))
+    found = submissions.discover(exports, staging=str(tmp_path / "staging"), read_metadata=read_metadata)
     assert len(found) == 4 and len({s.location for s in found}) == 4
     assert people(found[:2]) == EXPECTED
 
@@ -147,7 +157,7 @@ def test_an_export_zip_with_a_link_is_refused_whole(tmp_path):
         link.external_attr = 0o120777 << 16
         zf.writestr(link, "/etc/shadow")
     with pytest.raises(submissions.SubmissionError, match="links are not allowed"):
-        submissions.discover([archive], staging=str(tmp_path / "staging"))
+        submissions.discover([archive], staging=str(tmp_path / "staging"), read_metadata=read_metadata)
 
 
 @pytest.mark.parametrize("inside_a_folder", [False, True])

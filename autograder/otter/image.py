@@ -25,9 +25,10 @@ PYTHON_VERSION = "3.11"
 APT_PACKAGES = (f"python{PYTHON_VERSION}", f"python{PYTHON_VERSION}-venv")
 CPU_INDEX = "--extra-index-url=https://download.pytorch.org/whl/cpu"
 # The import name of each third-party package the grader may import -> its name in requirements.txt.
-# What the image may install: the runtime's third-party imports. The class reports (Pillow, copydetect) are the
-# instructor's (autograder/reports/, never shipped): a shipped module importing one is refused by the build.
-DISTRIBUTIONS = {module: closure.DISTRIBUTIONS[module] for module in ("torch", "numpy", "pytest", "yaml")}
+# What the image may install: the runtime's third-party imports. The class reports (Pillow, copydetect) and the
+# reading of Gradescope exports (PyYAML) are the instructor's (autograder/, never shipped): a shipped module
+# importing one is refused by the build.
+DISTRIBUTIONS = {module: closure.DISTRIBUTIONS[module] for module in ("torch", "numpy", "pytest")}
 # Needed though no shipped file imports it: torch's NumPy bridge (torch warns on import without it).
 ALSO_NEEDED = ("numpy",)
 # Shipped, but run only by `otter run` on an instructor's machine (which has otter), never in the image.

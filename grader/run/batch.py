@@ -76,7 +76,7 @@ class Run:
 def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None, keep: str | None = None,
               private=(), force=(), regrade: bool = False, repeat: int = 1, due=None,
               exports: bool = True, template: Template | None = None, shard: tuple[int, int] | None = None,
-              gpus: tuple[int, ...] = ()) -> Run:
+              gpus: tuple[int, ...] = (), read_metadata: submissions.MetadataReader | None = None) -> Run:
     """Grade everything under paths that out/ has no result for yet: results/<slug>.json each, and grades.csv.
     keep: a folder that gets, per submission, its trusted-side pytest log and its sandboxes' output.
     private: the grader's own files and folders that no sandbox may read (see isolation_note).
@@ -92,7 +92,9 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
     shard: (i, n): grade only shard i of n of the class (submissions.shard_of), into an output folder the other
     shards share, and write no grades.csv: a run without a shard writes it once every shard has finished (it finds
     everything graded, and grades nothing again).
-    gpus: a GPU run: each job is given one of these GPUs, which no other running job has (workers at most as many)."""
+    gpus: a GPU run: each job is given one of these GPUs, which no other running job has (workers at most as many).
+    read_metadata: how a Gradescope export's metadata is read (the instructor's command gives it; without it an
+    export among the paths is refused: submissions.discover)."""
     if gpus and workers > len(gpus):
         raise ValueError(f"{workers} workers for {len(gpus)} GPU(s): one submission per GPU at a time")
     for raw in paths:
@@ -118,7 +120,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         (out / "results").mkdir(parents=True, exist_ok=True)
         done, taken = gradebook.load_done(out)
         found = submissions.shard_of(submissions.discover(paths, taken, staging=exports_root, due=due,
-                                                          exports=exports), shard)
+                                                          exports=exports, read_metadata=read_metadata), shard)
         closed = closed_to_sandboxes(out, list(paths), sorted({s.location for s in found}), list(private))
         if plan.has("uid"):
             try:

@@ -5,8 +5,8 @@
 The runtime's batch command (what Gradescope's run and `otter run` call; `python -m autograder grade` is this
 and then the class reports, autograder/reports/).
 
-Grades submissions (folders or zips holding student/, folders of them, or a Gradescope
-export named itself: its folder or its zip) with the hidden suite, each in its
+Grades submissions (folders or zips holding student/, or folders of them; a Gradescope export, its folder or its
+zip, is read by `python -m autograder grade`, which reads its metadata) with the hidden suite, each in its
 own sandbox, into DIR: grades.csv (one row per student) and results/<submission>.json (Gradescope
 schema), and nothing else. Run it again with the same --out to finish an interrupted run; a
 submission changed since it was graded is graded again. --regrade grades everything again after a
@@ -43,7 +43,8 @@ def parser(prog: str = "python -m grader", doc: str = __doc__) -> argparse.Argum
     p = argparse.ArgumentParser(prog=prog, description="\n\n".join(paragraphs),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="a submission (folder or .zip), a folder of them, or a Gradescope export (folder or .zip)")
+                   help="a submission (folder or .zip), a folder of them, or (python -m autograder grade) a Gradescope "
+                        "export (folder or .zip)")
     p.add_argument("--out", required=True, help="output folder (created; reused to resume)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                    help="submissions graded at once (default: the core count)")
@@ -115,19 +116,21 @@ def main_output(run, out: str, code: int) -> int:
     return code
 
 
-def grade(argv=None, arguments: argparse.ArgumentParser | None = None):
-    """(exit status, the batch's Run or None, the parsed arguments): the whole batch, results and grades.csv."""
+def grade(argv=None, arguments: argparse.ArgumentParser | None = None, read_metadata=None):
+    """(exit status, the batch's Run or None, the parsed arguments): the whole batch, results and grades.csv.
+    read_metadata: how a Gradescope export's metadata is read (the instructor's command gives it; without it an
+    export is refused, saying which command reads it)."""
     from grader.run.pool import Template
 
     # First of all: torch's import in the template (0.8 s) runs side by side with everything before the first job.
     template = Template()
     try:
-        return _grade(argv, template, arguments or parser())
+        return _grade(argv, template, arguments or parser(), read_metadata)
     finally:
         template.close()   # grade_all closed it already where it ran
 
 
-def _grade(argv, template, arguments: argparse.ArgumentParser):
+def _grade(argv, template, arguments: argparse.ArgumentParser, read_metadata=None):
     args = arguments.parse_args(argv)
     if args.workers < 1 or args.timeout <= 0 or args.budget <= 0 or args.memory_gb <= 0 or args.repeat < 1:
         print("grade: --workers, --timeout, --budget, --memory-gb and --repeat must be positive", file=sys.stderr)
@@ -158,7 +161,7 @@ def _grade(argv, template, arguments: argparse.ArgumentParser):
         run = batch.grade_all(args.paths, args.out, workers=min(args.workers, len(gpus) or args.workers),
                               limits=limits, keep=args.keep, private=args.private, force=args.force,
                               regrade=args.regrade, repeat=args.repeat, due=due, exports=args.exports,
-                              template=template, shard=args.shard, gpus=gpus)
+                              template=template, shard=args.shard, gpus=gpus, read_metadata=read_metadata)
     except (FileNotFoundError, KeyError, batch.SetupError) as error:
         print(f"grade: {error.args[0] if isinstance(error, KeyError) else error}", file=sys.stderr)
         return 2, None, args

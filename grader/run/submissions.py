@@ -27,6 +27,7 @@ import shutil
 import stat
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from grader.paths import STUDENT_DIR
@@ -43,6 +44,8 @@ PACKAGE = "student"
 # The handout's own package file (shipped in autograder.zip): what a flat upload of the modules is graded with.
 HANDOUT_INIT = STUDENT_DIR / "__init__.py"
 IGNORED = {"__MACOSX", "__pycache__", ".git", ".ipynb_checkpoints"}
+# Reads an export's metadata: {submission folder name: its entry} (autograder/exports.py: YAML, the tools' own).
+MetadataReader = Callable[[pathlib.Path], dict]
 IDENTITY_PREFIX = "path-sha256:"   # a submission's identity: a digest of where it was read from (identity())
 NESTED_DEPTH = 4   # folders above student/ in an upload (a zip of a zip's folder of a course folder, say)
 METADATA = "submission_metadata.yml"
@@ -97,7 +100,8 @@ class Submission:
 # ------------------------------------------------------------------ discovery
 
 def discover(paths, taken: dict[str, str] | None = None, staging: str | None = None,
-             due: datetime.datetime | None = None, *, exports: bool = True) -> list[Submission]:
+             due: datetime.datetime | None = None, *, exports: bool = True,
+             read_metadata: MetadataReader | None = None) -> list[Submission]:
     """All submissions under the given paths, in a stable order. Raises FileNotFoundError for a missing path,
     SubmissionError for an export zip that cannot be extracted.
 
@@ -109,6 +113,8 @@ def discover(paths, taken: dict[str, str] | None = None, staging: str | None = N
     of them, as the Gradescope harness grades an upload). Only a path the grader named: a child of a folder of
     submissions is always one submission, so no upload can pass itself off as an export and write rows named
     after other students.
+    read_metadata: how an export's metadata is read (the instructor's tools give autograder.exports.read_metadata;
+    without one an export is refused, saying which command reads it).
     """
     def staging_folder() -> str:
         if staging is None:
@@ -121,7 +127,7 @@ def discover(paths, taken: dict[str, str] | None = None, staging: str | None = N
         path = pathlib.Path(raw)
         if not path.exists():
             raise FileNotFoundError(f"{raw}: no such file or folder")
-        export = _export(path, staging_folder, due) if exports else None
+        export = _export(path, staging_folder, due, read_metadata) if exports else None
         if export is not None:
             found += export
         elif path.is_dir() and not (path / PACKAGE).is_dir():
@@ -143,19 +149,25 @@ class _Found:
     recorded: Recorded | None = None
 
 
-def _export(path: pathlib.Path, staging_folder, due=None) -> list[_Found] | None:
-    """The submissions of an export (its folder or zip), or None when the path is not one."""
+def _export(path: pathlib.Path, staging_folder, due, read_metadata: MetadataReader | None) -> list[_Found] | None:
+    """The submissions of an export (its folder or zip), or None when the path is not one. SubmissionError for an
+    export where no reader of its metadata was given (the runtime's own command)."""
     real = os.path.realpath(path)
-    if path.is_dir() and (path / METADATA).is_file():
-        return _gradescope_export(pathlib.Path(real), lambda child: identity(os.path.join(real, child)), due)
-    if path.is_file() and is_export_zip(path):
-        # A folder of its own: two exports may share a file name.
-        folder = pathlib.Path(tempfile.mkdtemp(prefix="export-", dir=staging_folder())) / "export"
-        extract_export(path, folder)
-        inner = [c for c in folder.iterdir() if c.is_dir()]
-        root = folder if (folder / METADATA).is_file() else inner[0]
-        return _gradescope_export(root, lambda child: identity(f"{real}::{child}"), due)
-    return None
+    export_folder = path.is_dir() and (path / METADATA).is_file()
+    if not (export_folder or (path.is_file() and is_export_zip(path))):
+        return None
+    if read_metadata is None:
+        raise SubmissionError(f"{path.name} is a Gradescope export: grade it with `python -m autograder grade`, which "
+                              f"reads its metadata (the runtime's own command grades uploads)")
+    if export_folder:
+        return _gradescope_export(pathlib.Path(real), lambda child: identity(os.path.join(real, child)), due,
+                                  read_metadata)
+    # An export zip, extracted into a folder of its own: two exports may share a file name.
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="export-", dir=staging_folder())) / "export"
+    extract_export(path, folder)
+    inner = [c for c in folder.iterdir() if c.is_dir()]
+    root = folder if (folder / METADATA).is_file() else inner[0]
+    return _gradescope_export(root, lambda child: identity(f"{real}::{child}"), due, read_metadata)
 
 
 def _one(path: pathlib.Path) -> _Found:
@@ -202,25 +214,10 @@ def _stem(path: pathlib.Path) -> str:
     return path.name[:-4] if path.name.lower().endswith(".zip") else path.name
 
 
-def _gradescope_export(folder: pathlib.Path, source_of, due=None) -> list[_Found]:
+def _gradescope_export(folder: pathlib.Path, source_of, due, read_metadata: MetadataReader) -> list[_Found]:
     """Gradescope's "export submissions" folder: one folder per submission, students named in the metadata.
     source_of(child folder name) -> that submission's identity; due: the grader's due date (recorded.py)."""
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        """Safe, and reads a Ruby-tagged node (`!ruby/object:...`, as Rails may write) as plain data."""
-
-    def untagged(loader, _suffix, node):
-        if isinstance(node, yaml.MappingNode):
-            return loader.construct_mapping(node)
-        return loader.construct_sequence(node) if isinstance(node, yaml.SequenceNode) else loader.construct_scalar(node)
-
-    Loader.add_multi_constructor("!", untagged)
-    try:
-        metadata = yaml.load((folder / METADATA).read_text(errors="replace"), Loader=Loader) or {}
-    except yaml.YAMLError:
-        metadata = {}
-    metadata = metadata if isinstance(metadata, dict) else {}
+    metadata = read_metadata(folder)
     found = []
     for child in sorted(c for c in folder.iterdir() if c.is_dir() and not c.name.startswith(".")
                         and c.name not in IGNORED):
