@@ -1,9 +1,9 @@
-"""summary.png (autograder/reports/chart.py): what it counts and where it draws it."""
+"""The class's pictures (autograder/reports/chart.py): what they count, read from the figures matplotlib draws, and
+that they come out as PNG."""
 from __future__ import annotations
 
 import io
 
-import pytest
 from PIL import Image
 
 from autograder.reports import chart
@@ -16,42 +16,41 @@ def test_scores_fall_in_five_point_bins_and_100_in_the_last():
     assert sum(counts) == 8
 
 
-@pytest.mark.parametrize(("top", "ticks"), [
-    (0, [0, 1]), (1, [0, 1]), (5, [0, 1, 2, 3, 4, 5]), (6, [0, 2, 4, 6]), (11, [0, 5, 10, 15]),
-    (100, [0, 20, 40, 60, 80, 100]), (260, [0, 100, 200, 300]),
-])
-def test_count_ticks_are_whole_few_and_cover_the_top(top, ticks):
-    assert chart.count_ticks(top) == ticks
-
-
-def picture(scores, rates):
-    png = chart.draw(scores, "Scores", rates, "Full marks per part")
-    image = Image.open(io.BytesIO(png))
-    assert png[:8] == b"\x89PNG\r\n\x1a\n" and image.size == chart.SIZE
-    return image.convert("RGB")
-
-
-def coloured(image, colour: str, box) -> int:
-    """Pixels of exactly this colour inside box (left, top, right, bottom)."""
-    wanted = tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
-    return sum(pixel == wanted for pixel in image.crop(box).get_flattened_data())
+def bars(axes) -> list[tuple[float, float, float, float]]:
+    """(left, bottom, width, height) of each bar drawn on the axes."""
+    return [(patch.get_x(), patch.get_y(), patch.get_width(), patch.get_height()) for patch in axes.patches]
 
 
 def test_a_full_score_draws_its_bar_over_the_last_bin_only():
-    image = picture([100.0], [("1. Scaling", 100.0)])
-    left, right = chart.HISTOGRAM_X
-    last_bin = (right - (right - left) // 20 + 2, chart.PANEL_TOP + 2, right - 2, chart.PANEL_BOTTOM - 2)
-    assert coloured(image, chart.SCORES_COLOUR, last_bin) > 0
-    assert coloured(image, chart.SCORES_COLOUR, (left, chart.PANEL_TOP, right - (right - left) // 20 - 2,
-                                                 chart.PANEL_BOTTOM)) == 0
+    figure = chart.summary_figure([100.0, 100.0, 37.0], "Scores", [("1. Scaling", 100.0)], "Full marks per part")
+    scores_axes = figure.axes[0]
+    drawn = {left: height for left, _, _, height in bars(scores_axes)}
+    assert drawn[95] == 2 and drawn[35] == 1 and sum(drawn.values()) == 3
+    assert [tick for tick in scores_axes.get_yticks() if tick == int(tick)] == list(scores_axes.get_yticks())
 
 
-def test_a_parts_bar_is_as_long_as_its_share_of_full_marks():
-    image = picture([50.0, 100.0], [("1. Scaling", 50.0), ("2. Masking", 0.0)])
-    left, right = chart.BARS_X
-    middle = left + (right - left) // 2
-    first_row = (chart.PANEL_TOP, chart.PANEL_TOP + (chart.PANEL_BOTTOM - chart.PANEL_TOP) // 2)
-    assert coloured(image, chart.PARTS_COLOUR, (left + 2, first_row[0], middle - 2, first_row[1])) > 0
-    assert coloured(image, chart.PARTS_COLOUR, (middle + 2, first_row[0], right, first_row[1])) == 0
-    second_row = (first_row[1], chart.PANEL_BOTTOM)
-    assert coloured(image, chart.PARTS_COLOUR, (left, second_row[0], right, second_row[1])) == 0
+def test_a_parts_bar_is_as_long_as_its_share_of_full_marks_first_part_on_top():
+    figure = chart.summary_figure([50.0, 100.0], "Scores", [("1. Scaling", 50.0), ("2. Masking", 0.0),
+                                                            ("3. Heads", 130.0)], "Full marks per part")
+    parts_axes = figure.axes[1]
+    assert [width for _, _, width, _ in bars(parts_axes)] == [50.0, 0.0, 100.0]   # a share above 100 is cut
+    assert [label.get_text() for label in parts_axes.get_yticklabels()] == ["1. Scaling", "2. Masking", "3. Heads"]
+    assert parts_axes.yaxis_inverted()
+
+
+def test_tests_png_has_a_bar_per_test_coloured_by_part_and_labels_cut_to_fit():
+    long = "test_" + "x" * 80
+    figure = chart.tests_figure([(1, "test_scaled", 25.0, 4), (2, long, 100.0, 4)], "Pass rate")
+    axes = figure.axes[0]
+    assert [width for _, _, width, _ in bars(axes)] == [25.0, 100.0]
+    colours = [patch.get_facecolor()[:3] for patch in axes.patches]
+    assert colours[0] != colours[1]
+    labels = [label.get_text() for label in axes.get_yticklabels()]
+    assert labels[0] == "Part 1  scaled" and labels[1].endswith("…") and len(labels[1]) == chart.LABEL_CHARS
+
+
+def test_the_pictures_are_pngs_of_the_size_said():
+    png = chart.draw([10.0, 90.0], "Scores", [("1. Scaling", 50.0)], "Full marks per part")
+    with Image.open(io.BytesIO(png)) as image:
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and image.size == (1100, 400)
+    assert chart.draw_tests([(1, "test_a", 50.0, 2)], "Pass rate")[:8] == b"\x89PNG\r\n\x1a\n"
