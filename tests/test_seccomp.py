@@ -3,7 +3,6 @@ filter, and nothing else a box needs; the same calls without the filter succeed 
 import ctypes
 import errno
 import fcntl
-import json
 import os
 import platform
 import signal
@@ -12,7 +11,7 @@ import threading
 
 import pytest
 
-from grader.contain import kernel, seccomp
+from grader.contain import kernel, processes, seccomp
 
 pytestmark = pytest.mark.skipif(platform.machine() not in seccomp.ARCHITECTURES,
                                 reason="the engine's filter knows x86_64's system calls only")
@@ -59,27 +58,21 @@ def outcomes(folder, rules: seccomp.Rules | None) -> dict:
     with open(os.path.join(folder, "bait"), "w") as handle:
         handle.write("a file\n")
     parent = os.getpid()
-    read_end, write_end = os.pipe()
-    child = os.fork()
-    if child == 0:
+
+    def attempted() -> dict:
         seen = {}
-        try:
-            os.setsid()
-            if rules is not None:
-                seccomp.install(seccomp.Rules(os.getpid(), **rules))
-            for name, attempt in attempts(str(folder), parent).items():
-                try:
-                    attempt()
-                    seen[name] = "ok"
-                except OSError as error:
-                    seen[name] = errno.errorcode.get(error.errno, str(error.errno))
-        finally:
-            os.write(write_end, json.dumps(seen).encode())
-            os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end) as handle:
-        answer = json.loads(handle.read())
-    os.waitpid(child, 0)
+        os.setsid()
+        if rules is not None:
+            seccomp.install(seccomp.Rules(os.getpid(), **rules))
+        for name, attempt in attempts(str(folder), parent).items():
+            try:
+                attempt()
+                seen[name] = "ok"
+            except OSError as error:
+                seen[name] = errno.errorcode.get(error.errno, str(error.errno))
+        return seen
+    answer = processes.answer_of_child(attempted)
+    assert answer is not None, "the child died before it could answer"
     return answer
 
 

@@ -462,7 +462,8 @@ STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}
 def render_html(pairs: list[Pair], compared: int, settings: str) -> str:
     """A self-contained page (no network, no script): the families of flagged pairs, the pairs, then for each
     family (at most SHOWN_PAIRS) its closest pair's code side by side with the shared spans marked: one drawing
-    per family, so a class of 500 with a few families of copies makes a page of a few drawings, not hundreds.
+    per family, every one but the first folded, so a class of 500 makes a page of its tables, not of hundreds of
+    drawings.
     Everything from a submission is escaped."""
     e = html.escape
     found = families(pairs)

@@ -695,28 +695,18 @@ def hide_from_others(path) -> None:
 
 def readable_by_stranger(paths) -> list[str]:
     """Which of paths a fresh unprivileged user could open or list (asked in a throwaway child; root only)."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(read_end)
-            _become(sandbox_uid(os.getpid()))
-            found = []
-            for path in paths:
-                try:
-                    if os.path.isdir(path):
-                        os.listdir(path)
-                    else:
-                        with open(path, "rb") as handle:
-                            handle.read(1)
-                    found.append(str(path))
-                except OSError:
-                    pass
-            os.write(write_end, "\n".join(found).encode())
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as handle:
-        answer = handle.read().decode()
-    os.waitpid(pid, 0)
-    return [line for line in answer.split("\n") if line]
+    def stranger() -> list[str]:
+        _become(sandbox_uid(os.getpid()))
+        found = []
+        for path in paths:
+            try:
+                if os.path.isdir(path):
+                    os.listdir(path)
+                else:
+                    with open(path, "rb") as handle:
+                        handle.read(1)
+                found.append(str(path))
+            except OSError:
+                pass
+        return found
+    return processes.answer_of_child(stranger) or []
