@@ -12,6 +12,7 @@ COMMANDS = {
     "zoo-report": ("autograder.zoo_report", "what each bug of the zoo costs, inside and outside its part"),
     "spec": ("assignment.spec", "print the parts and settings of assignment/assignment.toml, with their meanings"),
     "generate": ("autograder.derived", "rewrite what assignment/assignment.toml and the reference derive (stubs, ...)"),
+    "rename": ("autograder.rename", "rename a graded function in every file that names it, then generate"),
     "adequacy": ("autograder.adequacy.report", "measure the hidden suite: mutants, adversaries, styles"),
     "examples": ("autograder.examples", "write a small example class of submissions to grade (out/example-class)"),
 }

@@ -2,14 +2,16 @@
 --quick` in that copy (the mistakes the self-check names: tests/test_instructor_mistakes.py).
 
 Recipes that can share a copy do (rewording a docstring, re-weighting two parts, a hidden test for Part 3, Part
-1's results shown at once, Gradescope's per-call timeout in both its forms): each is applied and checked by its own
-test, and the self-check runs once on the copy holding them all. Dropping Part 6 gets a copy of its own.
+1's results shown at once, Gradescope's per-call timeout in both its forms, renaming a graded function): each is
+applied and checked by its own test, and the self-check runs once on the copy holding them all, as do the copy's own
+tests of the contract map. Dropping Part 6 gets a copy of its own.
 """
 from __future__ import annotations
 
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -17,13 +19,14 @@ import zipfile
 
 import pytest
 
+from autograder import rename
 from autograder.otter import harness
 from autograder.samples import write_submission
 from grader.paths import REPO
 from tests.patience import SAFETY_NET_S
 from tests.repository_copy import append, command, edit, part_table, repository_copy, results_of, selfcheck
 
-pytestmark = pytest.mark.slow
+SLOW_FIXTURES = {"recipes"}   # tests.conftest marks the tests that use it slow
 
 
 # --------------------------------------------------------------------------- five recipes, one copy
@@ -50,10 +53,13 @@ NEW_SENTENCE_ROW = ("\n| `heads.split_heads` | The result may be a view of x (no
                     "| not graded: a freedom |  |")
 
 
+OLD_NAME, NEW_NAME = "causal_mask", "lookahead_mask"
+
+
 @pytest.fixture(scope="module")
 def recipes(tmp_path_factory):
     """The copy holding every recipe that can share one; returns (copy, generate's run, the self-check's run, the
-    build refused after a docstring was reworded and before `generate`)."""
+    build refused after a docstring was reworded and before `generate`, the rename's run)."""
     copy = repository_copy(tmp_path_factory.mktemp("recipes") / "repo")
     spec = "assignment/assignment.toml"
     # Reword a docstring: a build before `generate` is refused.
@@ -73,12 +79,14 @@ def recipes(tmp_path_factory):
     # Set Gradescope's per-call timeout.
     edit(copy, spec, "call_timeout = 10.0", "call_timeout = 30.0")
     generated = command(copy, "generate")
+    # Rename a graded function (it runs generate itself).
+    renamed = command(copy, "rename", OLD_NAME, NEW_NAME)
     checked = selfcheck(copy)
-    return copy, generated, checked, refused
+    return copy, generated, checked, refused, renamed
 
 
 def test_recipes_leave_a_copy_whose_selfcheck_passes(recipes):
-    _copy, generated, checked, _refused = recipes
+    _copy, generated, checked, _refused, _renamed = recipes
     assert generated.returncode == 0 and "rewrote" in generated.stdout, generated.stdout + generated.stderr
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "0 failed" in checked.stdout
@@ -95,7 +103,7 @@ def test_recipes_leave_the_projects_contract_map_green(recipes):
 
 
 def test_recipe_change_two_parts_points(recipes):
-    copy, _generated, _checked, _refused = recipes
+    copy, _generated, _checked, _refused, _renamed = recipes
     dist = copy / "out" / "selfcheck" / "dist"
     with zipfile.ZipFile(dist / "attention-handout.zip") as zf:
         readme = zf.read("README.md").decode()
@@ -106,7 +114,7 @@ def test_recipe_change_two_parts_points(recipes):
 
 
 def test_recipe_add_a_hidden_test_to_part_3(recipes):
-    copy, _generated, _checked, _refused = recipes
+    copy, _generated, _checked, _refused, _renamed = recipes
     names = [test["name"] for test in results_of(copy, "reference")["tests"]]
     assert "Part 3 (Splitting and merging heads): test_split_heads_of_a_single_token" in names
     assert any("test_split_heads_of_a_single_token" in test["name"] and test["status"] == "failed"
@@ -114,7 +122,7 @@ def test_recipe_add_a_hidden_test_to_part_3(recipes):
 
 
 def test_recipe_show_part_1_at_once_and_the_rest_after_publication(recipes, tmp_path):
-    copy, _generated, _checked, _refused = recipes
+    copy, _generated, _checked, _refused, _renamed = recipes
     autograder = copy / "out" / "selfcheck" / "dist" / "autograder.zip"
     submission = write_submission(tmp_path / "reference")
     run = harness.run(autograder, shutil.make_archive(str(tmp_path / "reference"), "zip", submission),
@@ -127,7 +135,7 @@ def test_recipe_show_part_1_at_once_and_the_rest_after_publication(recipes, tmp_
 
 
 def test_recipe_set_gradescopes_per_call_timeout(recipes):
-    copy, _generated, _checked, _refused = recipes
+    copy, _generated, _checked, _refused, _renamed = recipes
     source = copy / "out" / "selfcheck" / "autograder-source"   # autograder.zip, unpacked by the self-check
     probe = "from grader.contain.limits import Limits; print(Limits().call_timeout)"
     limit = subprocess.run([sys.executable, "-c", probe], cwd=source, capture_output=True, text=True,
@@ -201,6 +209,7 @@ def drop_part_6(copy: pathlib.Path) -> None:
     edit(copy, spec, part_table(copy, 5), part_table(copy, 5).replace("points = 25", "points = 40"))
 
 
+@pytest.mark.slow
 def test_recipe_drop_part_6(tmp_path):
     copy = repository_copy(tmp_path / "repo")
     drop_part_6(copy)
@@ -234,8 +243,44 @@ def test_recipe_drop_part_6(tmp_path):
 
 
 def test_recipe_reword_a_docstring_and_rebuild_the_handout(recipes):
-    copy, _generated, _checked, refused = recipes
+    copy, _generated, _checked, refused, _renamed = recipes
     assert refused.returncode == 1
     assert "student/heads.py" in refused.stderr and "python -m autograder generate" in refused.stderr
     with zipfile.ZipFile(copy / "out" / "selfcheck" / "dist" / "attention-handout.zip") as zf:
         assert SENTENCE.strip() in zf.read("student/heads.py").decode()
+
+
+# --------------------------------------------------------------------------- rename a graded function
+
+def test_recipe_rename_a_graded_function(recipes):
+    """After `rename`, no file of the copy names the old function (its derived names included: the hidden tests'
+    names, which students read), the handout defines the new one, and the graded results name it."""
+    copy, _generated, _checked, _refused, renamed = recipes
+    assert renamed.returncode == 0, renamed.stdout + renamed.stderr
+    assert f"occurrences of {OLD_NAME}" in renamed.stdout
+    still = [str(path.relative_to(copy)) for path in rename.text_files(copy)
+             if rename.occurrences(OLD_NAME).search(path.read_text())]
+    assert still == [], still
+    with zipfile.ZipFile(copy / "out" / "selfcheck" / "dist" / "attention-handout.zip") as zf:
+        assert f"def {NEW_NAME}(" in zf.read("student/masking.py").decode()
+        assert f'"{NEW_NAME}"' in zf.read("student/__init__.py").decode()
+    names = [t["name"] for t in results_of(copy, "reference")["tests"]]
+    assert any(NEW_NAME in name for name in names) and not any(OLD_NAME in name for name in names)
+
+
+@pytest.mark.parametrize("old, new, why", [
+    ("padding_mask", "key_mask", "parameter 'padding_mask'"),          # MultiHeadAttention.forward's too
+    ("scaled_dot_product_attention", "attend", "PyTorch's torch.nn.functional.scaled_dot_product_attention"),
+    ("forward", "run", "not a graded function"),
+    ("causal_mask", "apply_mask", "already part of the name"),         # the two would merge
+    ("causal_mask", "class", "not a public Python name"),
+])
+def test_a_rename_that_would_break_something_is_refused_and_says_why(old, new, why):
+    with pytest.raises(ValueError, match=re.escape(why)):
+        rename.rename(old, new, dry_run=True)
+
+
+def test_a_rename_leaves_another_graded_name_that_contains_the_old_one():
+    text = "expand_padding_mask(padding_mask); test_padding_mask_values"
+    assert [text[start:end] for start, end in rename.spans("padding_mask", text)] == ["padding_mask"] * 2
+    assert rename.spans("padding_mask", text)[0][0] == text.index("(") + 1
