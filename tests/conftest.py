@@ -1,9 +1,15 @@
 """Session fixtures: each expensive artefact is made once per test run and shared.
 
     dist         `python -m autograder build` run once: the notebook, the handout, autograder.zip
-    graded_zoo   the reference, the stubs, every bug and every correct variant of autograder/zoo,
-                 graded in one batch by the engine shipped in dist's autograder.zip (as the
-                 self-check grades them), with each case's results.json
+    graded_zoo   the self-check of this checkout on dist's build, with every case of autograder/zoo (the
+                 reference, the stubs, every bug and every correct variant) graded in one batch by the
+                 engine shipped in dist's autograder.zip: the run-wide batch that the tests of each
+                 delivery route (the batch command, Gradescope's harness, `otter run`) compare with, test
+                 by test; each case's results.json, and every verdict of the self-check (what students
+                 receive, the handout's public checks, the cases)
+    gradescope_reference
+                 the reference's upload graded by Gradescope's harness, emulated (dist's autograder.zip):
+                 the Gradescope route's end-to-end case, which the harness's and otter's tests share
 
 Tests that use them or a module's own SLOW_FIXTURES (marked automatically below), or that grade through the
 engine, otter or a notebook kernel (marked one by one), carry the `slow` marker; `pytest -m "not slow"` is the
@@ -14,6 +20,8 @@ need it makes it in the run's shared temporary folder, under a file lock; the ot
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import pathlib
 import shutil
@@ -25,12 +33,15 @@ from dataclasses import dataclass
 import pytest
 from filelock import FileLock
 
-from autograder import build_cli, selfcheck
+from autograder import selfcheck
+from autograder.otter import harness
+from autograder.samples import write_submission
 from grader.paths import REPO
 from tests.patience import SAFETY_NET_S
+from tests.uploads import submit
 
 WORKERS = 2   # this project's CI machine has two cores
-SLOW_FIXTURES = {"dist", "graded_zoo"}
+SLOW_FIXTURES = {"dist", "graded_zoo", "gradescope_reference"}
 
 
 def pytest_collection_modifyitems(items):
@@ -75,18 +86,48 @@ class GradedZoo:
     cases: dict[str, selfcheck.Case]   # case name ("reference", "stubs", "bug-...", "variant-...") -> case
     results: dict[str, dict]           # case name -> its results.json (absent: the engine wrote none)
     out: pathlib.Path                  # the self-check's working folder (submissions/, grades/)
+    verdicts: list[selfcheck.Verdict]  # the self-check's, in its order: the handout's first, then the cases'
 
     def verdict(self, name: str) -> selfcheck.Verdict:
         """The self-check's own judgement of one case."""
         return selfcheck.judge(self.cases[name], self.results.get(name))
 
 
+VERDICTS = "verdicts.json"
+
+
+def check_whole_zoo(dist: pathlib.Path, out: pathlib.Path) -> None:
+    """The self-check, every case of the zoo chosen (the adversarial zoo is tests/test_engine.py's); its verdicts
+    kept in out for every worker."""
+    verdicts = selfcheck.selfcheck(out, chosen=selfcheck.cases(), workers=WORKERS, dist=dist)
+    (out / VERDICTS).write_text(json.dumps([dataclasses.astuple(v) for v in verdicts]))
+
+
 @pytest.fixture(scope="session")
 def graded_zoo(dist, tmp_path_factory, worker_id) -> GradedZoo:
     cases = {case.name: case for case in selfcheck.cases()}
-    out = made_once(tmp_path_factory, worker_id, "zoo", lambda out: selfcheck.grade(
-        list(cases.values()), build_cli.existing(dist).autograder, out, WORKERS))
-    return GradedZoo(cases, selfcheck.read_results(out / "grades"), out)
+    out = made_once(tmp_path_factory, worker_id, "zoo", lambda out: check_whole_zoo(dist, out))
+    verdicts = [selfcheck.Verdict(*fields) for fields in json.loads((out / VERDICTS).read_text())]
+    return GradedZoo(cases, selfcheck.read_results(out / "grades"), out, verdicts)
+
+
+RUN_FACTS = "run.json"
+
+
+def grade_reference_on_gradescope(dist: pathlib.Path, out: pathlib.Path) -> None:
+    upload = submit(write_submission(out / "reference"), out / "reference.zip")
+    run = harness.run(dist / "autograder.zip", upload, out / "run")
+    (out / RUN_FACTS).write_text(json.dumps({"returncode": run.returncode, "seconds": run.seconds}))
+
+
+@pytest.fixture(scope="session")
+def gradescope_reference(dist, tmp_path_factory, worker_id) -> harness.Run:
+    out = made_once(tmp_path_factory, worker_id, "gradescope-reference",
+                    lambda out: grade_reference_on_gradescope(dist, out))
+    facts, root = json.loads((out / RUN_FACTS).read_text()), out / "run" / "autograder"
+    results = root / "results" / "results.json"
+    return harness.Run(facts["returncode"], json.loads(results.read_text()) if results.is_file() else None,
+                       (root / "results" / "stdout").read_text(), facts["seconds"], root)
 
 
 @pytest.fixture

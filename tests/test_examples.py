@@ -11,8 +11,6 @@ from autograder.examples import write_examples
 from grader.paths import REPO
 from tests.patience import SAFETY_NET_S
 
-pytestmark = pytest.mark.slow
-
 EXPECTED = {   # name -> (status, score or None for "between 0 and 100")
     "alice": ("graded", 100.0), "bob": ("graded", None), "carol": ("graded", 0.0), "dave": ("graded", 100.0),
     "erin": ("graded", None), "grace": ("error", 0.0),
@@ -21,6 +19,7 @@ EXPECTED = {   # name -> (status, score or None for "between 0 and 100")
 }
 
 
+@pytest.mark.slow   # runs the instructors' command in a child process
 def test_the_example_class_grades_into_a_gradebook(tmp_path):
     write_examples(tmp_path / "class")
     out = tmp_path / "gradebook"

@@ -1,11 +1,10 @@
 """Gradescope's harness emulated (autograder.otter.harness: /autograder/source from dist's autograder.zip, the
 upload unzipped into /autograder/submission, submission_metadata.json, run_autograder as Gradescope runs it,
-in a temporary folder): the reference gets 100, the stubs 0, a module that cannot be imported costs only its
-names and an upload where nothing imports 0, with the reason shown at once;
-results.json meets Gradescope's specification; the instructor's otter_config decides what students see."""
+in a temporary folder): the reference's upload (the session's `gradescope_reference`) gets what the run-wide batch
+gave it, test by test, a module that cannot be imported costs only its names and an upload where nothing imports
+0, with the reason shown at once; results.json meets Gradescope's specification whatever the status; the
+instructor's otter_config decides what students see."""
 import json
-import subprocess
-import sys
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 
@@ -16,21 +15,14 @@ from autograder.otter import harness, packaging
 from autograder.samples import write_submission
 from grader.gradescope import gradescope_schema, gradescope_view, run_gradescope
 from grader.scoring import NOT_RUN_SHOWN, NOT_RUN_TITLE, PART_POINTS
-from tests.patience import SAFETY_NET_S
+from tests.uploads import submit
 
-pytestmark = pytest.mark.slow
+SLOW_FIXTURES = {"files", "runs"}   # tests.conftest marks the tests that use them slow
 TOTAL = sum(PART_POINTS.values())
 
 
-def submit(folder, zip_path):
-    proc = subprocess.run([sys.executable, "-m", "student.submit", "--no-checks", "--out", str(zip_path)],
-                          cwd=folder, capture_output=True, text=True, timeout=SAFETY_NET_S)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return zip_path
-
-
 def uploads(root) -> dict:
-    """name -> the file a student uploads."""
+    """name -> the file a student uploads (the reference's is the session's gradescope_reference)."""
     syntax_error = write_submission(root / "syntax-error")
     masking = syntax_error / "student" / "masking.py"
     masking.write_text(masking.read_text() + "\ndef unfinished(:\n")
@@ -39,7 +31,7 @@ def uploads(root) -> dict:
         if module.stem in SPEC.modules:
             module.write_text(module.read_text() + "\ndef unfinished(:\n")
     # A status the student's code chooses: timeout. It spins in padding_mask, which no other graded code calls:
-    # two strikes end it (a spin in a function the module calls costs a strike in each caller, 10 s each).
+    # two strikes end it (a spin in a function the module calls costs a strike in each caller).
     spins = write_submission(root / "spins")
     masking = spins / "student" / "masking.py"
     before, after = masking.read_text().split("def padding_mask(")
@@ -49,8 +41,7 @@ def uploads(root) -> dict:
     with zipfile.ZipFile(no_package, "w") as zf:
         zf.writestr("attention.ipynb", "{}")
         zf.writestr("notes.py", "x = 1\n")   # none of the graded modules (those alone would be graded)
-    return {"reference": submit(write_submission(root / "reference"), root / "reference.zip"),
-            "stubs": submit(write_submission(root / "stubs", solution=False), root / "stubs.zip"),
+    return {"stubs": submit(write_submission(root / "stubs", solution=False), root / "stubs.zip"),
             "syntax-error": submit(syntax_error, root / "syntax-error.zip"),
             "nothing-imports": submit(nothing_imports, root / "nothing-imports.zip"),
             "spins": submit(spins, root / "spins.zip"),
@@ -62,15 +53,20 @@ def files(tmp_path_factory) -> dict:
     return uploads(tmp_path_factory.mktemp("uploads"))
 
 
+CASES = ["reference", "syntax-error", "nothing-imports", "no-package", "spins"]
+
+
 @pytest.fixture(scope="module")
-def runs(dist, files, tmp_path_factory) -> dict[str, harness.Run]:
+def runs(dist, files, gradescope_reference, tmp_path_factory) -> dict[str, harness.Run]:
     root = tmp_path_factory.mktemp("harness")
+    # The upload that spins, under a per-call timeout of one CPU second (Otter's form of the setting): its two
+    # strikes cost 2 s instead of 20.
+    one_second = packaging.build_autograder_zip(root / "one-second.zip", {"timeout": 1})
+    built = {name: one_second if name == "spins" else dist / "autograder.zip" for name in CASES}
+    graded = CASES[1:]
     with ThreadPoolExecutor(2) as pool:
-        done = pool.map(lambda name: harness.run(dist / "autograder.zip", files[name], root / name), files)
-        return dict(zip(files, done, strict=True))
-
-
-CASES = ["reference", "stubs", "syntax-error", "nothing-imports", "no-package", "spins"]
+        done = pool.map(lambda name: harness.run(built[name], files[name], root / name), graded)
+        return {"reference": gradescope_reference, **dict(zip(graded, done, strict=True))}
 LATER = gradescope_view.LATER_NOTES["after_published"]
 
 
@@ -83,20 +79,17 @@ def test_run_autograder_writes_results_where_gradescope_reads_them(runs, name):
     assert 0 < run.results["execution_time"] <= run.seconds
 
 
-def test_the_reference_scores_100_and_the_stubs_0(runs):
-    assert runs["reference"].results["score"] == TOTAL
-    assert runs["stubs"].results["score"] == 0.0
-    for name in ("reference", "stubs"):
-        assert runs[name].results["output"] == gradescope_view.GRADED_NOTE + LATER
+def test_the_reference_scores_full_marks_and_reads_when_it_will_see_more(gradescope_reference):
+    assert gradescope_reference.results["score"] == TOTAL
+    assert gradescope_reference.results["output"] == gradescope_view.GRADED_NOTE + LATER
 
 
-def test_gradescope_gets_the_engines_scores_test_by_test(runs, graded_zoo):
-    for name in ("reference", "stubs"):
-        by_engine = graded_zoo.results[name]
-        shown = [t for t in runs[name].results["tests"] if t["name"] != gradescope_view.SUMMARY_TITLE]
-        outcomes = [(t["name"], t.get("score"), t.get("max_score"), t.get("status")) for t in shown]
-        assert outcomes == [(t["name"], t.get("score"), t.get("max_score"), t.get("status"))
-                            for t in by_engine["tests"]]
+def test_gradescope_gets_the_run_wide_batchs_scores_test_by_test(gradescope_reference, graded_zoo):
+    by_engine = graded_zoo.results["reference"]
+    shown = [t for t in gradescope_reference.results["tests"] if t["name"] != gradescope_view.SUMMARY_TITLE]
+    outcomes = [(t["name"], t.get("score"), t.get("max_score"), t.get("status")) for t in shown]
+    assert outcomes == [(t["name"], t.get("score"), t.get("max_score"), t.get("status"))
+                        for t in by_engine["tests"]]
 
 
 def test_a_syntax_error_costs_only_what_cannot_be_imported_and_the_student_sees_where_at_once(runs):

@@ -8,8 +8,6 @@ import pytest
 
 from tests.repository_copy import append, command, edit, part_table, repository_copy, selfcheck
 
-pytestmark = pytest.mark.slow
-
 MISTAKES = {
     "points that do not add up": (
         lambda copy: edit(copy, "assignment/assignment.toml", part_table(copy, 4),
@@ -35,6 +33,7 @@ MISTAKES = {
 }
 
 
+@pytest.mark.slow   # runs the instructors' command in a child process
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
 def test_selfcheck_names_the_mistake_and_the_file_to_fix_before_grading(mistake, tmp_path):
     make, expected = MISTAKES[mistake]

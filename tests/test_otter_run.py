@@ -1,5 +1,5 @@
 """`otter run -a dist/autograder.zip SUBMISSION.zip` (the console command, no Docker, from any folder) gives
-the batch command's scores and Gradescope's results.json without starting a kernel, and tampering that
+the run-wide batch's scores, test by test, and Gradescope's results.json without starting a kernel, and tampering that
 defeats plain otter (a planted .OTTER_LOG, forged results, modules shadowing otter's, a student package that
 patches otter on import, a notebook that runs code) changes nothing."""
 import json
@@ -12,13 +12,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from autograder.otter import harness
 from autograder.samples import write_submission
 from autograder.zoo.bugs import BUGS
 from grader.gradescope import engine_bridge, gradescope_view
-from grader.paths import REPO
 from grader.scoring import error_results
 from tests.patience import SAFETY_NET_S
+from tests.uploads import submit
 
 BUG = next(bug for bug in BUGS if bug.name == "padding-mask-ignored")
 # Written by a payload only where it must never run: in otter's own process or kernel.
@@ -79,14 +78,6 @@ def write_cheat_zip(zip_path, folder, markers):
     return zip_path
 
 
-def submit(folder, zip_path):
-    """The students' own command writes the zip."""
-    proc = subprocess.run([sys.executable, "-m", "student.submit", "--no-checks", "--out", str(zip_path)],
-                          cwd=folder, capture_output=True, text=True, timeout=SAFETY_NET_S)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return zip_path
-
-
 OTTER = pathlib.Path(sys.executable).parent / "otter"   # the console command of this environment
 
 
@@ -103,31 +94,29 @@ def otter_run(autograder, submission, out) -> dict:
     return json.loads((out / "results.json").read_text())
 
 
+# Each upload that otter runs, and the case of the run-wide batch (tests/conftest.py's graded_zoo) it must equal:
+# the cheat is the stubs plus every trick against plain otter, so it must score what the stubs do, test by test.
+SAME_AS_IN_THE_ZOO = {"reference": "reference", "bug": f"bug-{BUG.name}", "cheat": "stubs"}
+
+
 @pytest.fixture(scope="module")
 def graded(dist, tmp_path_factory):
-    """name -> (otter run's results.json, the batch command's results.json), plus the markers folder."""
+    """name -> otter run's results.json, and the markers folder."""
     root = tmp_path_factory.mktemp("otter-run")
     markers = root / "markers"
     markers.mkdir()
     zips = root / "zips"
     zips.mkdir()
     submit(write_submission(root / "work" / "reference"), zips / "reference.zip")
-    submit(write_submission(root / "work" / "stubs", solution=False), zips / "stubs.zip")
     submit(write_submission(root / "work" / "bug", overrides=BUG.overrides), zips / "bug.zip")
     write_cheat_zip(zips / "cheat.zip", root / "work" / "cheat", markers)
     with zipfile.ZipFile(zips / "nothing.zip", "w") as zf:
         zf.writestr("attention.ipynb", notebook_running("1 + 1"))
     autograder = dist / "autograder.zip"
-
-    batch = root / "batch"
-    engine_bridge.run_engine([zips], batch, REPO, workers=2)
-    by_batch = {p.stem: json.loads(p.read_text()) for p in (batch / "results").glob("*.json")}
     names = sorted(p.stem for p in zips.glob("*.zip"))
     with ThreadPoolExecutor(2) as pool:
         runs = pool.map(lambda n: otter_run(autograder, zips / f"{n}.zip", root / f"otter-{n}"), names)
-        by_otter = dict(zip(names, runs, strict=True))
-    by_harness = harness.run(autograder, zips / "reference.zip", root / "harness").results
-    return {name: (by_otter[name], by_batch[name]) for name in names}, markers, by_harness
+        return dict(zip(names, runs, strict=True)), markers
 
 
 def essentials(results: dict) -> tuple:
@@ -138,10 +127,9 @@ def essentials(results: dict) -> tuple:
     return results["score"], tests, isolation
 
 
-@pytest.mark.parametrize("name", ["reference", "stubs", "bug", "cheat", "nothing"])
-def test_otter_run_gives_the_batch_commands_scores(graded, name):
-    by_otter, by_batch = graded[0][name]
-    assert essentials(by_otter) == essentials(by_batch)
+@pytest.mark.parametrize("name", sorted(SAME_AS_IN_THE_ZOO))
+def test_otter_run_gives_the_run_wide_batchs_scores_test_by_test(graded, graded_zoo, name):
+    assert essentials(graded[0][name]) == essentials(graded_zoo.results[SAME_AS_IN_THE_ZOO[name]])
 
 
 def without_run_details(results: dict) -> dict:
@@ -154,31 +142,30 @@ def without_run_details(results: dict) -> dict:
     return results
 
 
-def test_otter_run_writes_what_gradescope_gets(graded):
-    by_otter, _ = graded[0]["reference"]
-    assert without_run_details(by_otter) == without_run_details(graded[2])
+def test_otter_run_writes_what_gradescope_gets(graded, gradescope_reference):
+    by_otter = graded[0]["reference"]
+    assert without_run_details(by_otter) == without_run_details(gradescope_reference.results)
     assert {t["visibility"] for t in by_otter["tests"]} == {"after_published"}
 
 
-def test_reference_scores_100_stubs_0_and_the_bug_loses_points_in_its_part(graded):
+def test_reference_scores_100_and_the_bug_loses_points_in_its_part(graded):
     results = graded[0]
-    assert results["reference"][0]["score"] == 100.0
-    assert results["stubs"][0]["score"] == 0.0
-    bug = results["bug"][0]
+    assert results["reference"]["score"] == 100.0
+    bug = results["bug"]
     assert 0 < bug["score"] < 100
     lost = {int(t["name"].split()[1]) for t in bug["tests"] if t.get("score", 0) < t.get("max_score", 0)}
     assert BUG.part in lost and lost <= {5, 6}, lost   # the module's bug shows in its fused path too
 
 
 def test_tampering_does_not_change_the_score_and_no_payload_runs(graded):
-    by_otter, _ = graded[0]["cheat"]
+    by_otter = graded[0]["cheat"]
     assert by_otter["score"] == 0.0
     assert "forged" not in json.dumps(by_otter)
     assert sorted(p.name for p in graded[1].iterdir()) == []
 
 
 def test_a_submission_without_student_package_gets_zero_and_the_reason(graded):
-    by_otter, _ = graded[0]["nothing"]
+    by_otter = graded[0]["nothing"]
     assert by_otter["score"] == 0.0
     assert "grading ended with error. Reason: no student/ package" in by_otter["output"]
 

@@ -1,8 +1,7 @@
-"""python -m autograder selfcheck: passes on this checkout (--quick: one bug per part), and fails, with
-a non-zero exit, when a bug no longer costs points, a "correct" variant is wrong, or the handout leaks."""
+"""python -m autograder selfcheck: passes on this checkout (every case of the zoo: the run-wide batch of
+tests/conftest.py; the command itself, --quick, runs in tests/test_instructor_recipes.py), and fails, with a
+non-zero exit, when a bug no longer costs points, a "correct" variant is wrong, or the handout leaks."""
 import shutil
-import subprocess
-import sys
 import zipfile
 
 import pytest
@@ -11,21 +10,19 @@ from autograder import selfcheck
 from autograder.otter import leaks, packaging
 from autograder.samples import reference_source
 from autograder.zoo.bugs import BUGS
-from grader.paths import REPO
-from tests.patience import SAFETY_NET_S
 
 
-def test_quick_selfcheck_passes_on_this_checkout(dist, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "autograder", "selfcheck", "--quick", "--out", str(tmp_path),
-                           "--dist", str(dist)], cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    lines = proc.stdout.splitlines()
-    for name in ("attention-handout.zip", "reference", "stubs", "variant-"):
-        assert any(line.startswith(name) and "  ok  " in line for line in lines), name
-    parts = {int(line.split("part ")[1].split()[0]) for line in lines if line.startswith("bug-")}
-    assert parts == {1, 2, 3, 4, 5, 6}
-    assert "0 failed" in proc.stdout
-    assert f"artefacts in {dist.resolve()}" in proc.stdout
+def test_the_selfcheck_passes_on_this_checkout(graded_zoo):
+    """Every verdict of the self-check the run-wide batch was graded by: what students receive (the handout, its
+    view, its public checks on the stubs and the reference) and every case of the zoo, bugs of every part."""
+    failed = [v for v in graded_zoo.verdicts if not v.ok]
+    assert failed == [], failed
+    kinds = {v.kind for v in graded_zoo.verdicts}
+    assert {"handout", "reference", "stubs", "bug", "variant"} <= kinds, kinds
+    assert any(v.name == "attention-handout.zip" for v in graded_zoo.verdicts)
+    assert {case.part for case in graded_zoo.cases.values() if case.kind == "bug"} == {1, 2, 3, 4, 5, 6}
+    assert len([v for v in graded_zoo.verdicts if v.kind in ("reference", "stubs", "bug", "variant")]) == len(
+        graded_zoo.cases)
 
 
 def test_selfcheck_fails_when_a_bug_costs_nothing_or_a_variant_is_wrong(dist, tmp_path, monkeypatch, capsys):
