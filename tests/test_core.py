@@ -1,4 +1,5 @@
-"""The assignment core: stubs in sync with the reference; the public checks pass it and fail the stubs."""
+"""The assignment core: stubs in sync with the reference; the public checks select by part and the check command
+reports them."""
 import ast
 import os
 import re
@@ -65,20 +66,8 @@ def test_every_stub_keeps_the_reference_signature_and_docstring():
         assert _signatures((STUDENT_DIR / name).read_text()) == _signatures(reference_source(name)), name
 
 
-def test_reference_passes_every_public_check(tmp_path):
-    folder = write_submission(tmp_path / "reference", solution=True)
-    rc, output, cases = run_public_tests(folder)
-    assert rc == 0, output
-    assert len(cases) >= 30
-    assert all(len(case) == 0 for case in cases), output
-
-
-def test_untouched_stubs_fail_every_public_check(tmp_path):
-    folder = write_submission(tmp_path / "stubs", solution=False)
-    rc, output, cases = run_public_tests(folder)
-    assert rc == 1, output
-    passed = [case.get("name") for case in cases if len(case) == 0]
-    assert cases and not passed, f"public checks that pass on the stubs: {passed}"
+# That the reference passes every public check and the stubs fail every one, in the handout as built, is a verdict of
+# the run-wide self-check (tests/test_selfcheck.py::test_the_selfcheck_passes_on_this_checkout).
 
 
 @pytest.mark.parametrize("part", sorted(PARTS))
