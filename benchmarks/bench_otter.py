@@ -2,7 +2,7 @@
 side by side in one run: wall time and peak memory of each whole process tree; plus build time and zip size.
 
     python benchmarks/bench_otter.py [--repeat 3] [--submission reference|stubs]
-                                     [--container 0.5,768 ...] [--skip-otter-run]
+                                     [--container 0.5,768 ...] [--skip-otter-run] [--write-docs]
 
 Times are wall-clock times of the command a person (or Gradescope) starts, process start included;
 medians over --repeat runs, taken in turn so that all commands see the same machine load. Memory is the
@@ -10,6 +10,7 @@ sum of PSS over the process tree at its sampled peak, with its anonymous part, t
 must hold (benchmarks/process_tree.py; RSS beside it).
 --container CPUS,MIB runs run_autograder once more inside a cgroup with that CPU quota and memory limit,
 as Gradescope does (its default is 0.5 CPU, 768 MB): does it finish, how long, the cgroup's peak.
+--write-docs writes the table into docs/instructors.md's block "gradescope-resources" (benchmarks/figures.py).
 """
 from __future__ import annotations
 
@@ -27,7 +28,10 @@ sys.path.insert(0, str(REPO))
 
 from autograder.otter import harness, image  # noqa: E402
 from autograder.samples import write_submission  # noqa: E402
+from benchmarks import figures  # noqa: E402
 from benchmarks.process_tree import Container, Measurement, available, measure  # noqa: E402
+
+DOCUMENT, BLOCK = "docs/instructors.md", "gradescope-resources"
 
 OTTER = pathlib.Path(sys.executable).parent / "otter"
 
@@ -98,6 +102,8 @@ def main(argv=None) -> int:
     parser.add_argument("--container", type=parse_container, action="append", default=[], metavar="CPUS,MIB",
                         help="also run run_autograder in a cgroup with this CPU quota and memory limit (root)")
     parser.add_argument("--skip-otter-run", action="store_true", help="leave out `otter run`")
+    parser.add_argument("--write-docs", action="store_true",
+                        help=f"write the table into {DOCUMENT}'s block {BLOCK!r} (with the date, machine and load)")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
@@ -105,6 +111,7 @@ def main(argv=None) -> int:
         if available(container):
             parser.error(f"--container: {available(container)}")
     python = sys.executable
+    load = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-otter-") as scratch:
         scratch = pathlib.Path(scratch)
         build_s = timed([python, "-m", "autograder", "build", "--out", str(scratch / "dist")], REPO)
@@ -139,7 +146,33 @@ def main(argv=None) -> int:
         print(f"run_autograder in a container of {container}: {verdict} in {run.seconds:.1f} s; peak PSS "
               f"{run.peak_pss_mib:.0f} MiB (anonymous {run.peak_anon_mib:.0f}), "
               f"cgroup peak {run.cgroup_peak_mib:.0f} MiB")
+    if args.write_docs:
+        text = docs_table(args, build_s, size_kib, engine, gradescope, otter, contained)
+        print(f"wrote {figures.write(DOCUMENT, BLOCK, text, load)}")
     return 0
+
+
+def docs_table(args, build_s: float, size_kib: float, engine, gradescope, otter, contained) -> str:
+    """This run's figures as docs/instructors.md shows them."""
+    def median(runs):
+        return statistics.median(m.seconds for m in runs)
+
+    base = median(engine)
+    lines = [f"One {args.submission} submission, median of {args.repeat}, peak memory of the whole process tree "
+             "(PSS):", "", "| command | time | peak memory |", "|---|---|---|",
+             f"| `python -m autograder grade` | {base:.1f} s | {max(m.peak_pss_mib for m in engine):.0f} MiB |",
+             f"| Gradescope harness (`run_autograder`) | {median(gradescope):.1f} s ({median(gradescope) / base:.2f}x "
+             f"the engine) | {max(m.peak_pss_mib for m in gradescope):.0f} MiB |"]
+    if otter:
+        lines.append(f"| `otter run -a dist/autograder.zip` | {median(otter):.1f} s ({median(otter) / base:.2f}x the "
+                     f"engine) | {max(m.peak_pss_mib for m in otter):.0f} MiB |")
+    for container, run in contained:
+        verdict = "OOM-killed" if run.oom_killed else f"{run.seconds:.1f} s"
+        lines.append(f"| `run_autograder` in a cgroup of {container.cpus:g} CPU, {container.mib} MiB | {verdict} | "
+                     f"cgroup peak {run.cgroup_peak_mib:.0f} MiB (margin {container.mib - run.cgroup_peak_mib:.0f}) |")
+    lines += ["", f"Build (`python -m autograder build`, otter assign's output cached): {build_s:.1f} s; "
+              f"`autograder.zip`: {size_kib:.0f} KiB."]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """How long the class's similarity report takes: python benchmarks/bench_similarity.py [--size 50 100 200 400]
+[--write-docs]
 
 Builds a generated class of each size (autograder/cohort: the zoo, the independent hands, disguised copies) and
 times similarity.write on it (unpacking every submission, fingerprinting, comparing every pair, writing
@@ -9,7 +10,8 @@ Printed side by side: wall and CPU seconds (of the whole process tree: this proc
 ms of CPU a pair, and the ratio to the comparison before it was vectorised (copydetect's compare_files on every pair:
 BEFORE_CPU_S at 400 submissions, growing as n^BEFORE_EXPONENT; other sizes scaled by that growth), then the
 fitted growth exponent (the log-log slope of CPU seconds against n). The load average is printed with them:
-the figures are only comparable on an idle machine.
+the figures are only comparable on an idle machine. --write-docs writes the table into docs/graders.md's block
+"similarity" (benchmarks/figures.py).
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
+import figures  # beside this file
 from cpu_accounting import own_and_children_seconds  # beside this file: its pool's workers are waited-for children
 
 from autograder import cohort
@@ -30,6 +33,7 @@ from autograder.reports import similarity
 from grader.run import submissions
 
 SIZES = (50, 100, 200, 400)
+DOCUMENT, BLOCK = "docs/graders.md", "similarity"
 # Measured before the comparison was vectorised (compare_files on every pair): 205 CPU-s at 400, 2.57 ms a pair, n^2.05.
 BEFORE_N, BEFORE_CPU_S, BEFORE_EXPONENT = 400, 205.0, 2.05
 
@@ -70,7 +74,10 @@ def slope(rows: list[dict]) -> float:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, nargs="+", default=list(SIZES), help="class sizes (default: %(default)s)")
+    parser.add_argument("--write-docs", action="store_true",
+                        help=f"write the table into {DOCUMENT}'s block {BLOCK!r} (with the date, machine and load)")
     args = parser.parse_args(argv)
+    began = os.getloadavg()
     import copydetect  # noqa: F401 - imported once before timing, as a batch imports it once for the class
     workers = similarity._workers(max(args.size))
     print(f"similarity.write on a generated class; {workers} worker process(es) from {similarity.PARALLEL_FROM} "
@@ -91,7 +98,25 @@ def main(argv=None) -> int:
     before_ms = 1e3 * BEFORE_CPU_S / (BEFORE_N * (BEFORE_N - 1) / 2)
     print(f"before: {BEFORE_CPU_S:.0f} CPU-s at {BEFORE_N} ({before_ms:.2f} ms a pair), other sizes scaled by "
           f"n^{BEFORE_EXPONENT}; load average after: {load()}")
+    if args.write_docs:
+        print(f"wrote {figures.write(DOCUMENT, BLOCK, docs_table(rows), began)}")
     return 0
+
+
+def docs_table(rows: list[dict]) -> str:
+    """This run's figures as docs/graders.md shows them."""
+    lines = ["| submissions | pairs | flagged | wall | CPU | per pair | before | less CPU |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        before = before_cpu(row["n"])
+        lines.append(f"| {row['n']} | {row['pairs']:,} | {row['flagged']:,} | {row['wall']:.1f} s | {row['cpu']:.1f} s "
+                     f"| {1e3 * row['cpu'] / row['pairs']:.2f} ms | {before:.1f} s | {before / row['cpu']:.1f}x |")
+    if len(rows) > 1:
+        lines += ["", f"CPU grows as n^{slope(rows):.2f} (n^{BEFORE_EXPONENT} before, when copydetect compared every "
+                  f"pair on one core). \"Before\" is {BEFORE_CPU_S:.0f} CPU-s for {BEFORE_N} measured on the "
+                  f"earlier code, scaled by n^{BEFORE_EXPONENT} for the other sizes. CPU seconds of the process and "
+                  "its workers."]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

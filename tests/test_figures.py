@@ -2,6 +2,7 @@
 no block is hand-kept, and none is left empty."""
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -38,3 +39,40 @@ def test_writing_a_block_replaces_only_it_and_stamps_it(tmp_path, monkeypatch):
     assert "old" not in text and "| a | 1 |" in text and "Measured " in text and "load average" in text
     with pytest.raises(ValueError, match="no figures block 'other'"):
         figures.write("doc.md", "other", "x")
+
+
+# A measured figure: a number with a unit of time or size, or a ratio ("1.6x", or with the multiplication sign).
+MEASURED = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:s|ms|µs|min|minutes?|seconds?|hours?|KiB|MiB|GiB|kB|MB|GB|"
+                      r"CPU-s)(?![\w])|(?<![\w.])\d+(?:\.\d+)?\s?[x\N{MULTIPLICATION SIGN}](?![\w])")
+CODE = re.compile(r"```.*?```|`[^`\n]*`|(?:(?<=\n\n)|(?<=\n))(?: {4}|\t)[^\n]*", re.S)
+
+
+def prose(text: str) -> str:
+    """A document without its figures blocks and its code (spans, fenced and indented blocks: the commands and the
+    values a setting or the code declares), where a measured figure has no place."""
+    for name, _command in figures.blocks(text):
+        start, end = text.index(f"FIGURES {name}:"), text.index(figures.end_marker(name))
+        text = text[:start] + text[end:]
+    return CODE.sub("", text)
+
+
+def figures_by_hand(text: str) -> list[str]:
+    found = prose(text)
+    return [found[max(0, m.start() - 50):m.end()].replace("\n", " ") for m in MEASURED.finditer(found)]
+
+
+def test_no_measured_figure_is_written_by_hand():
+    """Figures measured (times, sizes, ratios) are written by the script that measures them, in a block; a value
+    that a setting or the code declares is code (`10 s`); dated findings are CHANGELOG.md's."""
+    found = {str(path.relative_to(REPO)): figures_by_hand(path.read_text())
+             for path in [*DOCUMENTS, REPO / "handout" / "README.md"]}
+    assert {name: hits for name, hits in found.items() if hits} == {}
+
+
+def test_a_figure_by_hand_is_found_and_one_in_a_block_or_in_code_is_not():
+    planted = ("The build took 1.6 s and the zip is 206 KiB, 2.3x smaller.\n"
+               "<!-- BEGIN FIGURES speed: benchmarks/x.py --write-docs -->\n| a | 3.5 s |\n<!-- END FIGURES speed -->\n"
+               "The limit is `10 s`.\n\n    python x.py   # 4.2 s here\n")
+    hits = figures_by_hand(planted)
+    assert [hit.rsplit(" ", 1)[-1] if hit.endswith("x") else " ".join(hit.split()[-2:]) for hit in hits] == [
+        "1.6 s", "206 KiB", "2.3x"]
