@@ -86,6 +86,22 @@ def render(found: list[Radius]) -> str:
     return "\n".join(lines) + "\n\n" + summary(found)
 
 
+def by_part(found: list[Radius]) -> str:
+    """A Markdown table, one row per part: its bugs' tests failed, points lost in the part, cascades and scores."""
+    def spread(values) -> str:
+        return f"{statistics.median(values):g} ({min(values):g} to {max(values):g})"
+
+    lines = ["| part | bugs | tests failed (median, range) | points lost in its own part (median, range) "
+             "| also cost the parts that use theirs | lowest and highest score |", "|---|---|---|---|---|---|"]
+    for part in sorted({r.part for r in found}):
+        mine = [r for r in found if r.part == part]
+        lines.append(f"| {part} | {len(mine)} | {spread([r.failed for r in mine])} | "
+                     f"{spread([r.own_lost for r in mine])} of {PART_POINTS[part]:g} | "
+                     f"{sum(bool(r.outside_lost) for r in mine)} | "
+                     f"{min(r.score for r in mine):.2f}, {max(r.score for r in mine):.2f} |")
+    return "\n".join(lines)
+
+
 def summary(found: list[Radius]) -> str:
     if not found:
         return "No bug graded."
@@ -129,6 +145,7 @@ def main(argv=None) -> int:
     missing = [case.name for case in chosen if case.name not in results]
     found = radii(chosen, results)
     print(render(found))
+    print("\nBy part:\n\n" + by_part(found))
     if missing:
         print(f"\nno result for: {', '.join(missing)}")
     print(f"\nzoo-report took {time.perf_counter() - start:.0f} s")

@@ -47,6 +47,15 @@ def test_a_cascade_whose_feedback_does_not_name_the_root_is_flagged():
     assert not radius.root_named and not radius.ok
 
 
+def test_the_table_by_part_gives_each_parts_bugs_their_medians_ranges_cascades_and_scores():
+    found = [zoo_report.radius("a", 3, results(3)), zoo_report.radius("b", 3, results(3, 5, 6)),
+             zoo_report.radius("c", 4, results(4))]
+    rows = {line.split(" | ")[0].strip("| "): line for line in zoo_report.by_part(found).splitlines()[2:]}
+    assert set(rows) == {"3", "4"}
+    assert rows["3"] == "| 3 | 2 | 2 (1 to 3) | 5 (5 to 5) of 10 | 1 | 75.00, 95.00 |", rows["3"]
+    assert rows["4"].startswith("| 4 | 1 | 1 (1 to 1) | ") and "| 0 |" in rows["4"]
+
+
 @pytest.mark.slow
 def test_every_bug_of_the_graded_zoo_costs_its_part_and_only_the_parts_that_use_it(graded_zoo):
     found = zoo_report.radii(list(graded_zoo.cases.values()), graded_zoo.results)
