@@ -19,6 +19,7 @@ import zipfile
 
 import pytest
 
+from assignment.spec import SPEC
 from autograder import rename
 from autograder.otter import harness
 from autograder.samples import write_submission
@@ -53,7 +54,9 @@ NEW_SENTENCE_ROW = ("\n| `heads.split_heads` | The result may be a view of x (no
                     "| not graded: a freedom |  |")
 
 
-OLD_NAME, NEW_NAME = "causal_mask", "lookahead_mask"
+# The function the rename recipe renames: read from the spec, so that the recipe still runs in a checkout an
+# instructor has renamed it in; the new name is one nobody else uses.
+OLD_NAME, NEW_NAME = SPEC.part(2).names[0], "recipe_renamed_mask"
 
 
 @pytest.fixture(scope="module")
