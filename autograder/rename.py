@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import keyword
 import os
 import pathlib
@@ -34,6 +33,7 @@ import subprocess
 import sys
 
 from assignment.spec import SPEC
+from autograder.otter import closure
 from grader.paths import REPO
 
 # Folders no rename touches: build outputs and caches (hidden folders, .git and .venv among them, are left too).
@@ -46,9 +46,10 @@ def occurrences(name: str) -> re.Pattern:
     return re.compile(rf"(?<![A-Za-z0-9]){re.escape(name)}(?![A-Za-z0-9])")
 
 
-def text_files(root: pathlib.Path) -> list[pathlib.Path]:
-    """Every file of the checkout that is UTF-8 text; hidden folders and files and build outputs left out."""
-    found = []
+def text_files(root: pathlib.Path) -> dict[pathlib.Path, str]:
+    """Every file of the checkout that is UTF-8 text, with its text; hidden folders and files and build outputs left
+    out."""
+    found = {}
     for folder, folders, files in os.walk(root):
         folders[:] = sorted(f for f in folders if not (f.startswith(".") or f in SKIPPED_FOLDERS
                                                          or f.endswith(".egg-info")))
@@ -57,10 +58,9 @@ def text_files(root: pathlib.Path) -> list[pathlib.Path]:
             if name.startswith(".") or name in KEPT_AS_WRITTEN or path.is_symlink():
                 continue
             try:
-                path.read_text(encoding="utf-8")
+                found[path] = path.read_text(encoding="utf-8")
             except (UnicodeDecodeError, OSError):
                 continue
-            found.append(path)
     return found
 
 
@@ -72,41 +72,43 @@ def spans(old: str, text: str) -> list[tuple[int, int]]:
             if not any(start <= m.start() and m.end() <= end for start, end in kept)]
 
 
-def python_sources(path: pathlib.Path, text: str) -> list[str]:
-    """The Python code of a file: a module's text, or a notebook's code cells."""
+def python_source(path: pathlib.Path, text: str) -> str | None:
+    """The Python code of a file: a module's text, or a notebook's code cells (closure.notebook_code); None for
+    any other file."""
     if path.suffix == ".py":
-        return [text]
+        return text
     if path.suffix == ".ipynb":
         try:
-            cells = json.loads(text).get("cells", [])
-        except (ValueError, AttributeError):
-            return []
-        return ["".join(cell.get("source", "")) for cell in cells if cell.get("cell_type") == "code"]
-    return []
+            return closure.notebook_code(text)
+        except (ValueError, KeyError, TypeError):   # not a notebook after all
+            return None
+    return None
 
 
 def code_names(path: pathlib.Path, text: str) -> list[tuple[str, int, bool]]:
     """Every name this file's code binds or uses, with its line and whether it is a parameter's."""
-    found = []
-    for source in python_sources(path, text):
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:   # a zoo line or a payload broken on purpose: no names to keep there
-            continue
-        for node in ast.walk(tree):
-            line = getattr(node, "lineno", 0)
-            if isinstance(node, ast.arg):
-                found.append((node.arg, line, True))
-            elif isinstance(node, ast.Name):
-                found.append((node.id, line, False))
-            elif isinstance(node, ast.Attribute):
-                found.append((node.attr, line, False))
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                found.append((node.name, line, False))
-            elif isinstance(node, ast.alias):
-                found += [(part, line, False) for part in (node.asname or node.name).split(".")]
-            elif isinstance(node, ast.keyword) and node.arg:
-                found.append((node.arg, line, False))
+    source = python_source(path, text)
+    if source is None:
+        return []
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:   # a zoo line or a payload broken on purpose: no names to keep there
+        return []
+    found: list[tuple[str, int, bool]] = []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.arg):
+            found.append((node.arg, line, True))
+        elif isinstance(node, ast.Name):
+            found.append((node.id, line, False))
+        elif isinstance(node, ast.Attribute):
+            found.append((node.attr, line, False))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.append((node.name, line, False))
+        elif isinstance(node, ast.alias):
+            found += [(part, line, False) for part in (node.asname or node.name).split(".")]
+        elif isinstance(node, ast.keyword) and node.arg:
+            found.append((node.arg, line, False))
     return found
 
 
@@ -118,7 +120,7 @@ def torch_names(name: str) -> list[str]:
     return [f"{where}.{name}" for where, owner in places.items() if hasattr(owner, name)]
 
 
-def refusal(old: str, new: str, files: list[pathlib.Path], root: pathlib.Path) -> str | None:
+def refusal(old: str, new: str, files: dict[pathlib.Path, str], root: pathlib.Path) -> str | None:
     """Why this rename cannot be made, or None."""
     if old not in SPEC.functions:
         return (f"{old!r} is not a graded function of assignment/assignment.toml (those are: "
@@ -132,17 +134,16 @@ def refusal(old: str, new: str, files: list[pathlib.Path], root: pathlib.Path) -
             return (f"{role} {name!r} is also PyTorch's {shared[0]}: the calls to PyTorch's would be renamed too; "
                     "make this rename by hand")
     taken, renamed = occurrences(new), occurrences(old)
-    for path in files:
-        text = path.read_text(encoding="utf-8")
-        where = path.relative_to(root)
+    for path, text in files.items():
         # Only code can merge: prose and strings that already say NEW (this recipe's own example) are fine.
-        for name, line, parameter in code_names(path, text) if path.suffix in (".py", ".ipynb") else ():
+        for name, line, parameter in code_names(path, text):
+            where = f"{path.relative_to(root)}, line {line}" + (" of its code cells" if path.suffix == ".ipynb" else "")
             if taken.search(name):
-                return (f"{new!r} is already part of the name {name!r} in {where} (line {line}): the renamed "
-                        "function and it would merge; pick another name")
+                return (f"{new!r} is already part of the name {name!r} ({where}): the renamed function and it would "
+                        "merge; pick another name")
             if parameter and renamed.search(name):
-                return (f"{old!r} is in the name of the parameter {name!r} ({where}, line {line}): renaming it "
-                        "would change that signature; make this rename by hand")
+                return (f"{old!r} is in the name of the parameter {name!r} ({where}): renaming it would change that "
+                        "signature; make this rename by hand")
     return None
 
 
@@ -154,8 +155,7 @@ def rename(old: str, new: str, root: pathlib.Path = REPO, *, dry_run: bool = Fal
     if why:
         raise ValueError(why)
     changed = {}
-    for path in files:
-        text = path.read_text(encoding="utf-8")
+    for path, text in files.items():
         found = spans(old, text)
         if not found:
             continue

@@ -261,8 +261,8 @@ def test_recipe_rename_a_graded_function(recipes):
     copy, _generated, _checked, _refused, renamed = recipes
     assert renamed.returncode == 0, renamed.stdout + renamed.stderr
     assert f"occurrences of {OLD_NAME}" in renamed.stdout
-    still = [str(path.relative_to(copy)) for path in rename.text_files(copy)
-             if rename.occurrences(OLD_NAME).search(path.read_text())]
+    still = [str(path.relative_to(copy)) for path, text in rename.text_files(copy).items()
+             if rename.occurrences(OLD_NAME).search(text)]
     assert still == [], still
     with zipfile.ZipFile(copy / "out" / "selfcheck" / "dist" / "attention-handout.zip") as zf:
         assert f"def {NEW_NAME}(" in zf.read("student/masking.py").decode()
