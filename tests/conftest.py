@@ -38,7 +38,7 @@ from autograder.otter import harness
 from autograder.samples import write_submission
 from grader.paths import REPO
 from tests.patience import SAFETY_NET_S
-from tests.uploads import submit
+from tests.routes import submit
 
 WORKERS = 2   # this project's CI machine has two cores
 SLOW_FIXTURES = {"dist", "graded_zoo", "gradescope_reference"}

@@ -6,7 +6,6 @@ import os
 import re
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -16,19 +15,6 @@ from autograder.stubs import GRADED_MODULES, stub_source
 from grader.paths import STUDENT_DIR
 from student.parts import PARTS
 from tests.patience import SAFETY_NET_S
-
-
-def run_public_tests(folder, *extra):
-    """Run student/tests of the submission in folder, in a child process; returns (rc, junit cases)."""
-    report = folder / "public.xml"
-    env = {**os.environ, "PYTHONPATH": str(folder)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "student/tests", "-p", "no:cacheprovider", "-q",
-         f"--junitxml={report}", *extra],
-        cwd=folder, env=env, capture_output=True, text=True, timeout=SAFETY_NET_S,
-    )
-    cases = ET.parse(report).getroot().iter("testcase")
-    return proc.returncode, proc.stdout + proc.stderr, list(cases)
 
 
 def test_every_derived_file_is_what_the_spec_and_the_reference_derive():

@@ -39,6 +39,7 @@ from grader.paths import REPO
 from grader.scoring import PART_POINTS
 from tests import grading_command
 from tests.patience import SAFETY_NET_S
+from tests.routes import outcomes
 
 SLOW_FIXTURES = {"zoo"}   # tests.conftest marks the tests that use it slow
 
@@ -106,10 +107,6 @@ def zoo(tmp_path_factory) -> Batch:
 
 def test_every_adversarial_submission_is_graded_as_expected(zoo):
     assert verify(zoo.expectations, zoo.out) == []
-
-
-def outcomes(results: dict) -> list[tuple]:
-    return [(t["name"], t.get("score"), t.get("max_score"), t.get("status")) for t in results["tests"]]
 
 
 def test_the_batch_command_gives_the_reference_and_the_stubs_the_run_wide_batchs_scores_test_by_test(zoo, graded_zoo):

@@ -15,7 +15,7 @@ from autograder.otter import harness, packaging
 from autograder.samples import write_submission
 from grader.gradescope import gradescope_schema, gradescope_view, run_gradescope
 from grader.scoring import NOT_RUN_SHOWN, NOT_RUN_TITLE, PART_POINTS
-from tests.uploads import submit
+from tests.routes import outcomes, submit
 
 SLOW_FIXTURES = {"files", "runs"}   # tests.conftest marks the tests that use them slow
 TOTAL = sum(PART_POINTS.values())
@@ -85,11 +85,7 @@ def test_the_reference_scores_full_marks_and_reads_when_it_will_see_more(gradesc
 
 
 def test_gradescope_gets_the_run_wide_batchs_scores_test_by_test(gradescope_reference, graded_zoo):
-    by_engine = graded_zoo.results["reference"]
-    shown = [t for t in gradescope_reference.results["tests"] if t["name"] != gradescope_view.SUMMARY_TITLE]
-    outcomes = [(t["name"], t.get("score"), t.get("max_score"), t.get("status")) for t in shown]
-    assert outcomes == [(t["name"], t.get("score"), t.get("max_score"), t.get("status"))
-                        for t in by_engine["tests"]]
+    assert outcomes(gradescope_reference.results) == outcomes(graded_zoo.results["reference"])
 
 
 def test_a_syntax_error_costs_only_what_cannot_be_imported_and_the_student_sees_where_at_once(runs):

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from dataclasses import dataclass
 
 import pytest
 
@@ -59,10 +60,19 @@ NEW_SENTENCE_ROW = ("\n| `heads.split_heads` | The result may be a view of x (no
 OLD_NAME, NEW_NAME = SPEC.part(2).names[0], "recipe_renamed_mask"
 
 
+@dataclass(frozen=True)
+class Recipes:
+    """The copy holding every recipe that can share one, and the commands run in it."""
+    copy: pathlib.Path
+    generated: subprocess.CompletedProcess   # `generate`, once the spec and the reference were edited
+    checked: subprocess.CompletedProcess     # the quick self-check, once every recipe was applied
+    refused: subprocess.CompletedProcess     # the build, after a docstring was reworded and before `generate`
+    renamed: subprocess.CompletedProcess     # `rename`
+
+
 @pytest.fixture(scope="module")
-def recipes(tmp_path_factory):
-    """The copy holding every recipe that can share one; returns (copy, generate's run, the self-check's run, the
-    build refused after a docstring was reworded and before `generate`, the rename's run)."""
+def recipes(tmp_path_factory) -> Recipes:
+    """Every recipe that can share a copy, applied to one copy as docs/instructors.md says."""
     copy = repository_copy(tmp_path_factory.mktemp("recipes") / "repo")
     spec = "assignment/assignment.toml"
     # Reword a docstring: a build before `generate` is refused.
@@ -85,11 +95,11 @@ def recipes(tmp_path_factory):
     # Rename a graded function (it runs generate itself).
     renamed = command(copy, "rename", OLD_NAME, NEW_NAME)
     checked = selfcheck(copy)
-    return copy, generated, checked, refused, renamed
+    return Recipes(copy, generated, checked, refused, renamed)
 
 
 def test_recipes_leave_a_copy_whose_selfcheck_passes(recipes):
-    _copy, generated, checked, _refused, _renamed = recipes
+    generated, checked = recipes.generated, recipes.checked
     assert generated.returncode == 0 and "rewrote" in generated.stdout, generated.stdout + generated.stderr
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "0 failed" in checked.stdout
@@ -98,7 +108,7 @@ def test_recipes_leave_a_copy_whose_selfcheck_passes(recipes):
 def test_recipes_leave_the_projects_contract_map_green(recipes):
     """Re-weighting touches no row of grading_tests/CONTRACT.md; a new test and a new sentence need the rows the
     recipe adds: the copy's own tests of the map pass."""
-    copy = recipes[0]
+    copy = recipes.copy
     proc = subprocess.run([sys.executable, "-m", "pytest", "tests/test_contract.py", "-m", "not slow", "-q",
                            "-p", "no:cacheprovider", "-o", "addopts="], cwd=copy, capture_output=True, text=True,
                           timeout=SAFETY_NET_S, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
@@ -106,7 +116,7 @@ def test_recipes_leave_the_projects_contract_map_green(recipes):
 
 
 def test_recipe_change_two_parts_points(recipes):
-    copy, _generated, _checked, _refused, _renamed = recipes
+    copy = recipes.copy
     dist = copy / "out" / "selfcheck" / "dist"
     with zipfile.ZipFile(dist / "attention-handout.zip") as zf:
         readme = zf.read("README.md").decode()
@@ -117,7 +127,7 @@ def test_recipe_change_two_parts_points(recipes):
 
 
 def test_recipe_add_a_hidden_test_to_part_3(recipes):
-    copy, _generated, _checked, _refused, _renamed = recipes
+    copy = recipes.copy
     names = [test["name"] for test in results_of(copy, "reference")["tests"]]
     assert "Part 3 (Splitting and merging heads): test_split_heads_of_a_single_token" in names
     assert any("test_split_heads_of_a_single_token" in test["name"] and test["status"] == "failed"
@@ -125,7 +135,7 @@ def test_recipe_add_a_hidden_test_to_part_3(recipes):
 
 
 def test_recipe_show_part_1_at_once_and_the_rest_after_publication(recipes, tmp_path):
-    copy, _generated, _checked, _refused, _renamed = recipes
+    copy = recipes.copy
     autograder = copy / "out" / "selfcheck" / "dist" / "autograder.zip"
     submission = write_submission(tmp_path / "reference")
     run = harness.run(autograder, shutil.make_archive(str(tmp_path / "reference"), "zip", submission),
@@ -138,7 +148,7 @@ def test_recipe_show_part_1_at_once_and_the_rest_after_publication(recipes, tmp_
 
 
 def test_recipe_set_gradescopes_per_call_timeout(recipes):
-    copy, _generated, _checked, _refused, _renamed = recipes
+    copy = recipes.copy
     source = copy / "out" / "selfcheck" / "autograder-source"   # autograder.zip, unpacked by the self-check
     probe = "from grader.contain.limits import Limits; print(Limits().call_timeout)"
     limit = subprocess.run([sys.executable, "-c", probe], cwd=source, capture_output=True, text=True,
@@ -158,7 +168,7 @@ SPINS = '''
 def test_the_per_call_timeout_set_for_gradescope_is_the_one_that_grades(recipes, tmp_path):
     """Calls that compute 3.5 s: graded normally under the recipe's 30 s (the self-check's build), timeouts under the
     same setting in Otter's form (--otter-config {"timeout": 2}), built from the same copy."""
-    copy = recipes[0]
+    copy = recipes.copy
     config = tmp_path / "otter_config.json"
     config.write_text(json.dumps({"timeout": 2}))
     slow = write_submission(tmp_path / "slow", overrides={"scaling.py": (REPO / "assignment/reference/scaling.py")
@@ -246,7 +256,7 @@ def test_recipe_drop_part_6(tmp_path):
 
 
 def test_recipe_reword_a_docstring_and_rebuild_the_handout(recipes):
-    copy, _generated, _checked, refused, _renamed = recipes
+    copy, refused = recipes.copy, recipes.refused
     assert refused.returncode == 1
     assert "student/heads.py" in refused.stderr and "python -m autograder generate" in refused.stderr
     with zipfile.ZipFile(copy / "out" / "selfcheck" / "dist" / "attention-handout.zip") as zf:
@@ -258,7 +268,7 @@ def test_recipe_reword_a_docstring_and_rebuild_the_handout(recipes):
 def test_recipe_rename_a_graded_function(recipes):
     """After `rename`, no file of the copy names the old function (its derived names included: the hidden tests'
     names, which students read), the handout defines the new one, and the graded results name it."""
-    copy, _generated, _checked, _refused, renamed = recipes
+    copy, renamed = recipes.copy, recipes.renamed
     assert renamed.returncode == 0, renamed.stdout + renamed.stderr
     assert f"occurrences of {OLD_NAME}" in renamed.stdout
     still = [str(path.relative_to(copy)) for path, text in rename.text_files(copy).items()

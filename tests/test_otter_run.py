@@ -14,10 +14,10 @@ import pytest
 
 from autograder.samples import write_submission
 from autograder.zoo.bugs import BUGS
-from grader.gradescope import engine_bridge, gradescope_view
+from grader.gradescope import engine_bridge
 from grader.scoring import error_results
 from tests.patience import SAFETY_NET_S
-from tests.uploads import submit
+from tests.routes import outcomes, submit
 
 BUG = next(bug for bug in BUGS if bug.name == "padding-mask-ignored")
 # Written by a payload only where it must never run: in otter's own process or kernel.
@@ -121,10 +121,7 @@ def graded(dist, tmp_path_factory):
 
 def essentials(results: dict) -> tuple:
     """Score, every test's outcome, and how isolated the engine that graded it was."""
-    isolation = results["extra_data"]["gradebook_row"]["isolation"]
-    tests = [(t["name"], t.get("score"), t.get("max_score"), t.get("status")) for t in results["tests"]
-             if t["name"] != gradescope_view.SUMMARY_TITLE]
-    return results["score"], tests, isolation
+    return results["score"], outcomes(results), results["extra_data"]["gradebook_row"]["isolation"]
 
 
 @pytest.mark.parametrize("name", sorted(SAME_AS_IN_THE_ZOO))
