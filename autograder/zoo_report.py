@@ -67,6 +67,17 @@ def radius(name: str, part: int, results: dict) -> Radius:
     return Radius(name, part, float(results["score"]), failed, round(lost.get(part, 0.0), 2), outside, root_named)
 
 
+def graded(chosen: list[selfcheck.Case], out: pathlib.Path, workers: int,
+           dist: pathlib.Path | None = None) -> tuple[list[Radius], list[str]]:
+    """Grade the chosen bugs through the engine of a build (made in out/dist, or dist's), as the self-check does;
+    (their radii, the names of cases the engine wrote no result for)."""
+    for name in OWNED:
+        shutil.rmtree(out / name, ignore_errors=True)
+    built = build_cli.build(out / "dist") if dist is None else build_cli.existing(dist)
+    results = selfcheck.grade(chosen, built.autograder, out, workers)
+    return radii(chosen, results), [case.name for case in chosen if case.name not in results]
+
+
 def radii(cases: list[selfcheck.Case], results: dict[str, dict]) -> list[Radius]:
     return [radius(case.name.removeprefix("bug-"), case.part, results[case.name])
             for case in cases if case.kind == "bug" and case.name in results]
@@ -137,13 +148,7 @@ def main(argv=None) -> int:
             parser.error(f"no such bug in the zoo: {', '.join(sorted(unknown))}")
         chosen = [case for case in chosen if case.name.removeprefix("bug-") in args.bug]
     start = time.perf_counter()
-    out = args.out.resolve()
-    for name in OWNED:
-        shutil.rmtree(out / name, ignore_errors=True)
-    built = build_cli.build(out / "dist") if args.dist is None else build_cli.existing(args.dist)
-    results = selfcheck.grade(chosen, built.autograder, out, args.workers)
-    missing = [case.name for case in chosen if case.name not in results]
-    found = radii(chosen, results)
+    found, missing = graded(chosen, args.out.resolve(), args.workers, args.dist)
     print(render(found))
     print("\nBy part:\n\n" + by_part(found))
     if missing:

@@ -185,8 +185,7 @@ def main(argv=None) -> int:
     parser.add_argument("--autograder", type=pathlib.Path, default=REPO / "dist" / "autograder.zip",
                         help="Gradescope autograder zip for otter run (default dist/autograder.zip; built if missing)")
     parser.add_argument("--no-otter", action="store_true", help="time the engine only, not `otter run` per submission")
-    parser.add_argument("--write-docs", action="store_true",
-                        help=f"write the figures into {DOCUMENT}'s block {BLOCK!r} (with the date, machine and load)")
+    figures.add_option(parser, DOCUMENT, BLOCK)
     args = parser.parse_args(argv)
     if args.count < 1 or args.repeat < 1:
         parser.error("--count and --repeat must be at least 1")

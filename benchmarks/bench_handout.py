@@ -47,8 +47,7 @@ def report_for_docs(report: str) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write-docs", action="store_true",
-                        help=f"write the report into {DOCUMENT}'s block {BLOCK!r} (with the date, machine and load)")
+    figures.add_option(parser, DOCUMENT, BLOCK)
     args, extra = parser.parse_known_args(argv)
     load = os.getloadavg()
     report = run_bench(extra)

@@ -102,8 +102,7 @@ def main(argv=None) -> int:
     parser.add_argument("--container", type=parse_container, action="append", default=[], metavar="CPUS,MIB",
                         help="also run run_autograder in a cgroup with this CPU quota and memory limit (root)")
     parser.add_argument("--skip-otter-run", action="store_true", help="leave out `otter run`")
-    parser.add_argument("--write-docs", action="store_true",
-                        help=f"write the table into {DOCUMENT}'s block {BLOCK!r} (with the date, machine and load)")
+    figures.add_option(parser, DOCUMENT, BLOCK)
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")

@@ -74,8 +74,7 @@ def slope(rows: list[dict]) -> float:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, nargs="+", default=list(SIZES), help="class sizes (default: %(default)s)")
-    parser.add_argument("--write-docs", action="store_true",
-                        help=f"write the table into {DOCUMENT}'s block {BLOCK!r} (with the date, machine and load)")
+    figures.add_option(parser, DOCUMENT, BLOCK)
     args = parser.parse_args(argv)
     began = os.getloadavg()
     import copydetect  # noqa: F401 - imported once before timing, as a batch imports it once for the class

@@ -22,6 +22,7 @@ import time
 import figures
 
 REPO = figures.REPO
+DOCUMENT, BLOCK = "docs/testing.md", "ci"
 SUMMARY = re.compile(r"^=+ (?P<counts>.*?) in (?P<seconds>[\d.]+)s(?: \([\d:]+\))? =+$", re.M)
 
 
@@ -31,7 +32,7 @@ def minutes(seconds: float) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--write-docs", action="store_true", help="write the figures into docs/testing.md")
+    figures.add_option(parser, DOCUMENT, BLOCK)
     parser.add_argument("--keep", action="store_true", help="keep the clone and its log")
     args = parser.parse_args(argv)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
@@ -63,7 +64,7 @@ def main(argv=None) -> int:
                 f"| all of it (install, `ruff check .`, `lint-imports`, `mypy`, the tests), commit {commit} | "
                 f"{minutes(took)} |\n"
                 f"| of it, `python -m pytest -n 2` | {tests} |")
-        print(f"wrote {figures.write('docs/testing.md', 'ci', text, load)}")
+        print(f"wrote {figures.write(DOCUMENT, BLOCK, text, load)}")
     return 0
 
 

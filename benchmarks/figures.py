@@ -44,6 +44,12 @@ def write(document: str, name: str, text: str, load: tuple[float, ...] | None = 
     return path
 
 
+def add_option(parser, document: str, name: str) -> None:
+    """The --write-docs option of a script that writes block `name` of `document`."""
+    parser.add_argument("--write-docs", action="store_true",
+                        help=f"write the figures into {document}'s block {name!r} (with the date, machine and load)")
+
+
 def blocks(text: str) -> list[tuple[str, str]]:
     """(name, the command that writes it) of every figures block of a document."""
     return [(m["name"], m["command"]) for m in BEGIN.finditer(text)]
