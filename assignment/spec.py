@@ -46,6 +46,10 @@ class Settings:
     show_stdout: bool = setting(
         False, "the autograder's own output (the parts, the isolation line) shown to students when grades are "
                "published; false: to instructors only; otter's key of that name")
+    public_checks: bool = setting(
+        True, "Gradescope also runs the handout's public checks (student/tests/, the instructor's copies) on the "
+              "uploaded code and shows their results to the student at once, worth no points, as otter shows "
+              "public tests; false: not run")
     points_possible: float | None = setting(
         None, "the total Gradescope records, the score scaled to it (otter's key); absent: the parts' total",
         positive=True)

@@ -28,6 +28,9 @@ Processes (the shape of a zygote sandbox: a warm template, forked, locked down b
 - trusted (run/trusted.py): runs pytest on grading_tests with SandboxGateway (gateway/client.py) as the
   `student` fixture; times each call by the sandbox's CPU time; checks every answer (gateway/replies.py)
   before a test sees it; has rlimits of its own (contain/limits.py); returns an Outcome (run/outcome.py).
+  Told to (--public-checks, Gradescope's run), it first has the handout's public checks run in a sandbox of
+  their own (run/public_checks.py, wire/checks_runner.py), keeping only what it knows of their report, for no
+  points.
 - sandbox (run/sandbox.py): applies the run's plan (contain/isolation.py, contain/kernel.py), says `locked` (or
   `broken`, the engine's failure: only ever first, before any student code runs), waits until the trusted side
   takes it over (`go`), imports the student's code, answers typed messages (wire/messages.py over

@@ -158,6 +158,13 @@ def tags(part: int, test: str | None = None) -> list[str]:
     return [f"part{part}", *([f"test:{test}"] if test else [])]
 
 
+PUBLIC_CHECK_TAG = "public-check"   # an entry of the handout's public checks (grader/run/public_checks.py): no points
+
+
+def is_public_check(entry: dict) -> bool:
+    return PUBLIC_CHECK_TAG in (entry.get("tags") or ())
+
+
 def entry_part(entry: dict) -> int | None:
     """The part of an entry of results.json (None: an entry of no part, as the tests not run)."""
     for tag in entry.get("tags") or _untagged(entry):

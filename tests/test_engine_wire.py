@@ -441,7 +441,7 @@ def test_a_sandbox_imports_the_submission_only_when_the_trusted_side_says_go(tmp
             ours.close()
             sys.path.insert(0, str(tmp_path))
             sys.modules.pop("student", None)
-            sandbox.serve(theirs, tripwires.Tripwires(str(tmp_path), [], {}))
+            sandbox.serve(theirs, tripwires.Tripwires(str(tmp_path), [], {}), str(tmp_path))
         finally:
             os._exit(0)
     theirs.close()

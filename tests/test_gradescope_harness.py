@@ -1,7 +1,8 @@
 """Gradescope's harness emulated (autograder.otter.harness: /autograder/source from dist's autograder.zip, the
 upload unzipped into /autograder/submission, submission_metadata.json, run_autograder as Gradescope runs it,
 in a temporary folder): the reference's upload (the session's `gradescope_reference`) gets what the run-wide batch
-gave it, test by test, a module that cannot be imported costs only its names and an upload where nothing imports
+gave it, test by test (the handout's public checks beside them: tests/test_gradescope_public_checks.py), a module
+that cannot be imported costs only its names and an upload where nothing imports
 0, with the reason shown at once; results.json meets Gradescope's specification whatever the status; the
 instructor's otter_config decides what students see."""
 import json
@@ -14,7 +15,7 @@ from assignment.spec import SPEC
 from autograder.otter import harness, packaging
 from autograder.samples import write_submission
 from grader.gradescope import gradescope_schema, gradescope_view, run_gradescope
-from grader.scoring import NOT_RUN_SHOWN, NOT_RUN_TITLE, PART_POINTS
+from grader.scoring import NOT_RUN_SHOWN, NOT_RUN_TITLE, PART_POINTS, is_public_check
 from tests.routes import outcomes, submit
 
 SLOW_FIXTURES = {"files", "runs"}   # tests.conftest marks the tests that use them slow
@@ -80,8 +81,9 @@ def test_run_autograder_writes_results_where_gradescope_reads_them(runs, name):
 
 
 def test_the_reference_scores_full_marks_and_reads_when_it_will_see_more(gradescope_reference):
-    assert gradescope_reference.results["score"] == TOTAL
-    assert gradescope_reference.results["output"] == gradescope_view.GRADED_NOTE + LATER
+    results = gradescope_reference.results
+    assert results["score"] == TOTAL
+    assert results["output"] == gradescope_view.GRADED_NOTE + gradescope_view.public_checks_note(results) + LATER
 
 
 def test_gradescope_gets_the_run_wide_batchs_scores_test_by_test(gradescope_reference, graded_zoo):
@@ -115,7 +117,7 @@ def test_hidden_results_are_shown_after_publication_and_stdout_to_instructors_on
     assert runs["spins"].results["extra_data"]["gradebook_row"]["status"] == "timeout"
     for name in CASES:   # whatever the status, which the student's code chooses
         results = runs[name].results
-        assert {t["visibility"] for t in results["tests"]} <= {"after_published"}
+        assert {t["visibility"] for t in results["tests"] if not is_public_check(t)} <= {"after_published"}
         assert results["visibility"] == "after_published" and results["stdout_visibility"] == "hidden"
         assert "Part 2" not in results["output"] and "part2" not in results["output"], "scores before publication"
     assert "part2: 30" in runs["reference"].stdout, "the instructors' output lists the parts"
@@ -138,17 +140,17 @@ def test_the_cuda_tests_that_could_not_run_are_one_informational_line(runs):
 def test_an_error_result_keeps_the_parts_maxima_and_names_the_error_once(runs):
     results = runs["nothing-imports"].results
     error = results["output"].split("Reason: ", 1)[1].removesuffix(LATER)
-    shown = [t for t in results["tests"] if t["name"] != gradescope_view.SUMMARY_TITLE]
+    shown = [t for t in results["tests"] if t["name"] != gradescope_view.SUMMARY_TITLE and not is_public_check(t)]
     assert [t["max_score"] for t in shown] == [float(p) for p in PART_POINTS.values()]
     assert not any(error in t["output"] for t in shown)
 
 
 def test_the_instructors_otter_config_decides_what_students_see(files, tmp_path):
     autograder = packaging.build_autograder_zip(tmp_path / "autograder.zip",
-                                                {"show_hidden": False, "show_stdout": True})
+                                                {"show_hidden": False, "show_stdout": True, "public_checks": False})
     run = harness.run(autograder, files["stubs"], tmp_path / "run")
     assert run.returncode == 0, run.stdout[-3000:]
-    assert {t["visibility"] for t in run.results["tests"]} == {"hidden"}
+    assert {t["visibility"] for t in run.results["tests"]} == {"hidden"}   # and no public check at all
     assert run.results["stdout_visibility"] == "after_published"
     assert run.results["output"] == gradescope_view.GRADED_NOTE   # and no promise of a later view
 

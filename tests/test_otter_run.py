@@ -15,7 +15,7 @@ import pytest
 from autograder.samples import write_submission
 from autograder.zoo.bugs import BUGS
 from grader.gradescope import engine_bridge
-from grader.scoring import error_results
+from grader.scoring import error_results, is_public_check
 from tests.patience import SAFETY_NET_S
 from tests.routes import outcomes, submit
 
@@ -142,7 +142,8 @@ def without_run_details(results: dict) -> dict:
 def test_otter_run_writes_what_gradescope_gets(graded, gradescope_reference):
     by_otter = graded[0]["reference"]
     assert without_run_details(by_otter) == without_run_details(gradescope_reference.results)
-    assert {t["visibility"] for t in by_otter["tests"]} == {"after_published"}
+    seen = {(is_public_check(t), t["visibility"]) for t in by_otter["tests"]}
+    assert seen == {(False, "after_published"), (True, "visible")}   # the handout's public checks at once
 
 
 def test_reference_scores_100_and_the_bug_loses_points_in_its_part(graded):

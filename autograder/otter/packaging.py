@@ -41,7 +41,10 @@ CPU_INDEX = image.CPU_INDEX
 # package whole (grader/, which never imports these tools: an import-linter contract), the hidden suite, the spec's
 # module, and the handout's package file, which a flat upload of the graded modules is graded with. Nothing is
 # listed module by module: what grader/ holds ships.
-SHIPPED_SOURCES = ("grader", "grading_tests", "assignment/spec.py", "student/__init__.py")
+# The runtime, the hidden suite, the spec, the handout's package file (for uploads without it) and the handout's
+# public checks with the table of parts they import (Gradescope runs them on each upload: grader/run/public_checks.py).
+SHIPPED_SOURCES = ("grader", "grading_tests", "assignment/spec.py", "student/__init__.py", "student/parts.py",
+                   "student/tests")
 SPEC_NAME = "assignment/assignment.toml"   # written into autograder.zip from the resolved spec
 OUR_PACKAGES = ("assignment", "autograder", "grader", "grading_tests", "student")
 BYTECODE = ("__pycache__", "*.pyc")

@@ -31,9 +31,9 @@ from grader.gateway import (
     replies,
 )
 from grader.wire import emulated, messages, protocol
-from grader.wire.messages import Broken, CallRequest, Failure, Go, Locked, ModuleRequest, Ready
+from grader.wire.messages import Broken, CallRequest, ChecksRequest, Failure, Go, Locked, ModuleRequest, Ready
 
-Reply = TypeVar("Reply", messages.CallReply, messages.ModuleReply)
+Reply = TypeVar("Reply", messages.CallReply, messages.ModuleReply, messages.ChecksReply)
 SPAWNED = struct.Struct("!q?")   # a sandbox handed over: its pid, and whether the second device is warm in it
 SECOND_WANTED, CPU_ONLY = b"spawn:second", b"spawn:cpu"   # what a request for a sandbox says it is for
 NOTES_KEPT = 20
@@ -136,6 +136,12 @@ class SandboxGateway(Gateway):
         self.note_path(module_path(spec), reply.attention_calls)
         return result
 
+    def public_checks(self, file: str) -> dict[str, str]:
+        """The handout's public checks of one file of student/tests/, run by pytest in the sandbox (checks_runner.py):
+        node id -> outcome, as the sandbox says it, within one call's limits; the caller keeps only what it knows
+        (public_checks.py). Raises StudentError as a call does."""
+        return self._request(f"the public checks of {file}", ChecksRequest([file]), messages.ChecksReply).outcomes
+
     def start_afresh(self) -> None:
         """The current sandbox is killed and the next call goes to a new one (the worker keeps one waiting, locked
         down, its student code not yet imported): of two answers a test compares, the second comes from a process
@@ -179,7 +185,8 @@ class SandboxGateway(Gateway):
             raise StudentError("ProtocolError", f"the answers of {label} were refused {refused} times already; "
                                                 "not called again")
 
-    def _request(self, label: str, request: CallRequest | ModuleRequest, expected: type[Reply]) -> Reply:
+    def _request(self, label: str, request: CallRequest | ModuleRequest | ChecksRequest,
+                 expected: type[Reply]) -> Reply:
         self._refuse_if_hopeless(label)
         if self.box is not None and not self.second_warm and uses_second_device(request):
             self._discard()   # a sandbox that has warmed up the second device is waiting: no student pays for it
@@ -338,7 +345,9 @@ def _builtin_name(type_name: str) -> str:
 
 def uses_second_device(request) -> bool:
     """Whether a call runs on the emulated second device: asked to (the call's device, the default device), or
-    told to (a device argument)."""
+    told to (a device argument). The public checks run on the CPU."""
+    if isinstance(request, ChecksRequest):
+        return False
     if SECOND in (request.options.device.split(":")[0], (request.options.default_device or "").split(":")[0]):
         return True
     arguments = [*getattr(request, "args", ()), *getattr(request, "kwargs", {}).values()]

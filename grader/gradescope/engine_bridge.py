@@ -96,11 +96,12 @@ def results_from_out(out: pathlib.Path) -> dict:
 
 
 def grade_submission(submission, source_root, *, timeout: float = GRADE_TIMEOUT_S,
-                     skip: AbstractSet[str] = frozenset(), private=()) -> dict:
+                     skip: AbstractSet[str] = frozenset(), private=(), public_checks: bool = False) -> dict:
     """Grade a submission (a folder, or a .zip) with the batch command; returns the results.json dict.
 
     source_root: folder whose `grader` and `grading_tests` packages do the grading.
     skip: top-level names of a submission folder that are not the student's (see pack_folder).
+    public_checks: run the handout's public checks too (the batch command's --public-checks).
     Raises GradingFailed when the engine crashes or writes no results.
     """
     submission = pathlib.Path(submission).resolve()
@@ -113,8 +114,9 @@ def grade_submission(submission, source_root, *, timeout: float = GRADE_TIMEOUT_
         else:
             shutil.copyfile(submission, packed)
         # One upload is one submission: never an export, whatever metadata file the student put in it.
+        options = ("--no-exports", *(["--public-checks"] if public_checks else []))
         proc = run_engine([packed], scratch / "out", source_root, timeout=timeout, check=False, private=private,
-                          options=("--no-exports",))
+                          options=options)
         # A submission the engine could not grade may end the batch command with a non-zero exit (every
         # row an error), yet its result says why: only a run that left no result is the engine's failure.
         if not list((scratch / "out" / "results").glob("*.json")):

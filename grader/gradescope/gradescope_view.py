@@ -18,6 +18,7 @@ import copy
 
 from assignment.spec import VISIBILITIES, Spec
 from grader.row import Row, of_results
+from grader.scoring import is_public_check
 
 SUMMARY_TITLE = "Summary by part (worth no points of its own)"
 FLAGS_TITLE = "Flagged for the instructor (never shown to students)"
@@ -43,7 +44,17 @@ def immediate_output(results: dict, spec: Spec) -> str:
     if row.message:
         note += (" Reason: " if status in REASON_STATUSES else " Note: ") + row.message
     later = {spec.visibility(number) for number in spec.numbers}
-    return note + next((LATER_NOTES[when] for when in LATER_NOTES if when in later), "")
+    return note + public_checks_note(results) + next((LATER_NOTES[when] for when in LATER_NOTES if when in later), "")
+
+
+def public_checks_note(results: dict) -> str:
+    """How many of the handout's public checks pass on the upload (their entries, shown at once, say which)."""
+    checks = [test for test in results.get("tests", []) if is_public_check(test)]
+    if not checks:
+        return ""
+    passed = sum(test.get("status") == "passed" for test in checks)
+    return (f" {passed} of the handout's {len(checks)} public checks (python -m student.check) pass on what you "
+            f"uploaded: they are listed below, worth no points.")
 
 
 def present(results: dict, spec: Spec, seconds: float) -> dict:

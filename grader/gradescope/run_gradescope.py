@@ -41,7 +41,8 @@ def grade(root: pathlib.Path, *, skip: AbstractSet[str] = frozenset()) -> dict:
     spec = assignment_spec.load(root / "source" / "assignment" / assignment_spec.SPEC_FILE.name)
     # Gradescope's files beside the submission (its metadata holds earlier runs' feedback): the grader's alone.
     private = [root / "submission_metadata.json", root / "submission", root / "results"]
-    results = engine_bridge.grade_submission(root / "submission", root / "source", skip=skip, private=private)
+    results = engine_bridge.grade_submission(root / "submission", root / "source", skip=skip, private=private,
+                                             public_checks=spec.settings.public_checks)
     return gradescope_view.present(results, spec, time.perf_counter() - start)
 
 

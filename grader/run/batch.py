@@ -76,7 +76,8 @@ class Run:
 def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None, keep: str | None = None,
               private=(), force=(), regrade: bool = False, repeat: int = 1, due=None,
               exports: bool = True, template: Template | None = None, shard: tuple[int, int] | None = None,
-              gpus: tuple[int, ...] = (), read_metadata: submissions.MetadataReader | None = None) -> Run:
+              gpus: tuple[int, ...] = (), read_metadata: submissions.MetadataReader | None = None,
+              public_checks: bool = False) -> Run:
     """Grade everything under paths that out/ has no result for yet: results/<slug>.json each, and grades.csv.
     keep: a folder that gets, per submission, its trusted-side pytest log and its sandboxes' output.
     private: the grader's own files and folders that no sandbox may read (see isolation_note).
@@ -94,7 +95,8 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
     everything graded, and grades nothing again).
     gpus: a GPU run: each job is given one of these GPUs, which no other running job has (workers at most as many).
     read_metadata: how a Gradescope export's metadata is read (the instructor's command gives it; without it an
-    export among the paths is refused: submissions.discover)."""
+    export among the paths is refused: submissions.discover).
+    public_checks: run the handout's public checks too (public_checks.py), as entries worth no points."""
     if gpus and workers > len(gpus):
         raise ValueError(f"{workers} workers for {len(gpus)} GPU(s): one submission per GPU at a time")
     for raw in paths:
@@ -116,7 +118,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
                              f"(torch would fail to load parts of itself there and correct code would lose points): "
                              f"run the engine from the environment's real place, "
                              f"{os.path.join(os.path.realpath(sys.prefix), 'bin', os.path.basename(sys.executable))}")
-        template.configure(Settings(limits, plan, sandbox_root, trusted_root, gpus))
+        template.configure(Settings(limits, plan, sandbox_root, trusted_root, gpus, public_checks))
         (out / "results").mkdir(parents=True, exist_ok=True)
         done, taken = gradebook.load_done(out)
         found = submissions.shard_of(submissions.discover(paths, taken, staging=exports_root, due=due,

@@ -1,6 +1,6 @@
 """python -m grader PATH... --out DIR [--workers N] [--timeout S] [--budget S] [--memory-gb G]
                                     [--keep DIR] [--force NAME] [--regrade] [--repeat N] [--due TIME] [--private PATH]
-                                    [--no-exports] [--shard I/N]
+                                    [--no-exports] [--shard I/N] [--public-checks]
 
 The runtime's batch command (what Gradescope's run and `otter run` call; `python -m autograder grade` is this
 and then the class reports, autograder/reports/).
@@ -90,6 +90,10 @@ def parser(prog: str = "python -m grader", doc: str = __doc__) -> argparse.Argum
     p.add_argument("--no-exports", dest="exports", action="store_false",
                    help="read no PATH as a Gradescope export: each is a submission or a folder of them (how the "
                         "Gradescope harness grades one upload, which a student could dress up as an export)")
+    p.add_argument("--public-checks", action="store_true",
+                   help="also run the handout's public checks (the instructor's copies of student/tests/) on each "
+                        "submission, in a sandbox of their own, as entries worth no points that students see at "
+                        "once (what Gradescope's runtime does where the spec's public_checks setting is true)")
     return p
 
 
@@ -161,7 +165,8 @@ def _grade(argv, template, arguments: argparse.ArgumentParser, read_metadata=Non
         run = batch.grade_all(args.paths, args.out, workers=min(args.workers, len(gpus) or args.workers),
                               limits=limits, keep=args.keep, private=args.private, force=args.force,
                               regrade=args.regrade, repeat=args.repeat, due=due, exports=args.exports,
-                              template=template, shard=args.shard, gpus=gpus, read_metadata=read_metadata)
+                              template=template, shard=args.shard, gpus=gpus, read_metadata=read_metadata,
+                              public_checks=args.public_checks)
     except (FileNotFoundError, KeyError, batch.SetupError) as error:
         print(f"grade: {error.args[0] if isinstance(error, KeyError) else error}", file=sys.stderr)
         return 2, None, args

@@ -32,11 +32,12 @@ class Settings:
     sandbox_root: str            # 0711: sandboxes can enter their own folder but list nothing
     trusted_root: str            # 0700: the trusted processes' scratch space
     gpus: tuple[int, ...] = ()   # a GPU run (--gpu): the GPUs the jobs are given, one each at a time; () on the CPU
+    public_checks: bool = False  # run the handout's public checks too (--public-checks: Gradescope's runtime)
 
     def to_json(self) -> str:
         return json.dumps({"limits": asdict(self.limits), "plan": self.plan.to_json(),
                            "sandbox_root": self.sandbox_root, "trusted_root": self.trusted_root,
-                           "gpus": list(self.gpus)})
+                           "gpus": list(self.gpus), "public_checks": self.public_checks})
 
     @classmethod
     def from_json(cls, text: str) -> Settings:
@@ -45,4 +46,5 @@ class Settings:
 
         data = json.loads(text)
         return cls(Limits(**data["limits"]), isolation.Plan.from_json(data["plan"]), data["sandbox_root"],
-                   data["trusted_root"], tuple(int(gpu) for gpu in data.get("gpus", ())))
+                   data["trusted_root"], tuple(int(gpu) for gpu in data.get("gpus", ())),
+                   bool(data.get("public_checks", False)))

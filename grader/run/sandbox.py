@@ -22,8 +22,8 @@ import torch
 from grader.contain import isolation, processes, tripwires
 from grader.paths import REPO
 from grader.run.run_settings import gpu_environment
-from grader.wire import emulated, executor, messages, protocol
-from grader.wire.messages import CallReply, CallRequest, Failure, ModuleReply, Ready
+from grader.wire import checks_runner, emulated, executor, messages, protocol
+from grader.wire.messages import CallReply, CallRequest, ChecksReply, ChecksRequest, Failure, ModuleReply, Ready
 
 _SELF = sys.modules[__name__]   # kept: the project's entries of sys.modules are dropped before student code runs
 PROJECT_PACKAGES = ("student", "grading_tests", "assignment", "grader", "autograder", "tests", "benchmarks", "examples")
@@ -174,14 +174,14 @@ def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan, *, 
                                     {"executor": executor, "protocol": protocol, "messages": messages,
                                      "sandbox": _SELF})
         wires.install()
-        serve(sock, wires)
+        serve(sock, wires, submission)
     except BaseException:  # noqa: BLE001 - the sandbox ends here whatever happened
         code = 1
     finally:
         os._exit(code)
 
 
-def serve(sock, wires: tripwires.Tripwires) -> None:
+def serve(sock, wires: tripwires.Tripwires, submission: str) -> None:
     reader = protocol.FrameReader(sock, views=True)   # requests: tensors keep the layouts the tests gave them
     try:   # a spare waits here, locked down, its student code not yet run, until the trusted side takes it over
         messages.decode(reader.read(None), messages.Go)
@@ -200,7 +200,7 @@ def serve(sock, wires: tripwires.Tripwires) -> None:
             request = messages.decode(reader.read(None), *messages.REQUESTS)
         except protocol.Closed:
             return
-        reply = answer(student, request, wires)
+        reply = answer(student, request, wires, submission)
         _flush()
         try:
             data = reply.encode()
@@ -210,8 +210,10 @@ def serve(sock, wires: tripwires.Tripwires) -> None:
         sock.sendall(data)
 
 
-def answer(student, request, wires: tripwires.Tripwires):
+def answer(student, request, wires: tripwires.Tripwires, submission: str):
     try:
+        if isinstance(request, ChecksRequest):   # the handout's public checks, which decide no points
+            return ChecksReply(checks_runner.run(submission, request.files), wires.drain())
         if isinstance(request, CallRequest):
             called = executor.execute_call(student, request.function, request.args, request.kwargs, request.options)
             return CallReply(called.value, called.devices, called.input_grads, called.args_after,

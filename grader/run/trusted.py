@@ -45,11 +45,12 @@ class _SecondDeviceLast:
 
 
 def run(control, work_dir: str, limits: Limits, package: str, hidden_files: bool = True,
-        gpu: int | None = None) -> None:
+        gpu: int | None = None, public_checks: bool = False) -> None:
     """Body of the forked trusted process: grade the student/ package at `package` (read here only as text: the
     sandboxes run it), write work_dir/result.json, never return. hidden_files: whether the sandboxes are kept from
     the grader's files (isolation.Plan.hides_the_graders_files). gpu: the GPU this job was given (a GPU run: the
-    CUDA tests run, their low-precision expectations computed here on it; the float64 oracle stays on the CPU)."""
+    CUDA tests run, their low-precision expectations computed here on it; the float64 oracle stays on the CPU).
+    public_checks: run the handout's public checks too (public_checks.py), before the hidden suite."""
     code = 0
     try:
         log_fd = os.open(os.path.join(work_dir, "pytest.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -58,7 +59,7 @@ def run(control, work_dir: str, limits: Limits, package: str, hidden_files: bool
         os.chdir(work_dir)   # anything pytest writes stays in this private folder
         apply_trusted_limits(limits, limits.budget + TRUSTED_SECONDS)
         atomic_write(os.path.join(work_dir, "result.json"),
-                     grade(control, limits, package, hidden_files, gpu).to_json())
+                     grade(control, limits, package, hidden_files, gpu, public_checks).to_json())
     except BaseException as error:  # noqa: BLE001 - reported to the worker as a grader error
         code = 1
         print(f"grader error: {type(error).__name__}: {error}", flush=True)
@@ -67,15 +68,20 @@ def run(control, work_dir: str, limits: Limits, package: str, hidden_files: bool
         os._exit(code)
 
 
-def grade(control, limits: Limits, package: str, hidden_files: bool = True, gpu: int | None = None) -> Outcome:
+def grade(control, limits: Limits, package: str, hidden_files: bool = True, gpu: int | None = None,
+          public_checks: bool = False) -> Outcome:
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     os.environ.update(gpu_environment(gpu))   # before anything asks CUDA: it reads this when it starts
     from grader.gateway.client import SandboxGateway, SessionLog, Spawner
+    from grader.run import public_checks as public
     from grader.scoring import error_results, gradescope_results
     from grader.suite import GradingPlugin
 
+    # First, in a sandbox of their own: no sandbox that has seen a hidden call comes before the one whose words
+    # students read at once.
+    checks = public.run(Spawner(control), limits, words_shown=hidden_files) if public_checks else []
     log = SessionLog()
     def gateway(_config) -> SandboxGateway:
         made = SandboxGateway(Spawner(control), limits, log, words_shown=hidden_files,
@@ -99,11 +105,13 @@ def grade(control, limits: Limits, package: str, hidden_files: bool = True, gpu:
         # Nothing could be called: every answer was the import's error, which earns nothing (a ValueError at
         # import must not pass the tests that expect one). Said once, at the top.
         results = error_results(status, message, extra_output=feedback_notes(log, flags))
+        results["tests"] += checks
         return Outcome(status, message, max_score=report.max_score, results=results, flags=flags,
                        part_scores={str(p): 0.0 for p in report.part_scores},
                        part_max={str(p): s for p, s in report.part_max.items()})
     lead = "" if status == "graded" and not message else f"{status}: {message}"
     results = gradescope_results(report, extra_output=feedback_notes(log, flags), lead=lead)
+    results["tests"] += checks
     return Outcome(status, message, score=report.score, max_score=report.max_score,
                    part_scores={str(p): s for p, s in report.part_scores.items()},
                    part_max={str(p): s for p, s in report.part_max.items()}, results=results,

@@ -19,6 +19,7 @@ import collections
 import contextlib
 import gc
 import os
+import pathlib
 import select
 import shutil
 import socket
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from grader.contain import disk, isolation, memcg, processes
 from grader.contain.load_free import LoadFreeClock
 from grader.gateway.client import SECOND_WANTED, SPAWNED
-from grader.run import sandbox, submissions
+from grader.run import public_checks, sandbox, submissions
 from grader.run.outcome import Outcome
 from grader.run.run_settings import Settings
 
@@ -69,6 +70,8 @@ def grade_one(source: str, settings: Settings, private_fds=(), keep: str | None 
         except Exception as error:  # noqa: BLE001 - any other oddity of the input is an error row, not a crash
             outcome = Outcome.rejected(f"the submission could not be unpacked ({type(error).__name__}: {error})")
         else:
+            if settings.public_checks:
+                public_checks.install(pathlib.Path(private_dir) / submissions.PACKAGE)
             submissions.open_for_reading(private_dir)
             outcome = _run_trusted(private_dir, work_dir, settings, private_fds, gpu)
             outcome.flags = [*unpacked.flags, *outcome.flags]
@@ -112,7 +115,8 @@ def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fd
             from grader.run import trusted  # pytest with it: in this process, unless the template had it
 
             package = os.path.join(private_dir, submissions.PACKAGE)
-            trusted.run(theirs, work_dir, settings.limits, package, settings.plan.hides_the_graders_files(), gpu)
+            trusted.run(theirs, work_dir, settings.limits, package, settings.plan.hides_the_graders_files(), gpu,
+                        settings.public_checks)
         finally:
             os._exit(1)   # never back into the worker's code (the worker reports the missing result)
     theirs.close()

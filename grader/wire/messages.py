@@ -132,6 +132,14 @@ class ModuleRequest(Message):
     options: CallOptions = CallOptions()
 
 
+@dataclass
+class ChecksRequest(Message):
+    """Run the handout's public checks with pytest on the imported submission: these files of its student/tests/,
+    which the worker put there from the instructor's copy (public_checks.py). Never part of a grade."""
+    KIND: ClassVar[str] = "checks"
+    files: list[str]
+
+
 # ---------------------------------------------------------------- sandbox -> trusted
 
 @dataclass
@@ -198,9 +206,18 @@ class ModuleReply(Message):
     events: list[str] = field(default_factory=list)
 
 
-REPLIES = (CallReply, ModuleReply, Failure)
+@dataclass
+class ChecksReply(Message):
+    """Each public check's pytest node id -> its outcome in words (checks_runner.py): what the sandbox says, which
+    the trusted side keeps only for the node ids it knows, worth no points."""
+    KIND: ClassVar[str] = "checks-reply"
+    outcomes: dict[str, str]
+    events: list[str] = field(default_factory=list)
+
+
+REPLIES = (CallReply, ModuleReply, ChecksReply, Failure)
 AT_START = (Ready, Failure, Broken)
-REQUESTS = (CallRequest, ModuleRequest)
+REQUESTS = (CallRequest, ModuleRequest, ChecksRequest)
 
 
 def _read_annotations(*classes) -> None:

@@ -1,0 +1,126 @@
+"""The handout's public checks on Gradescope: run on the uploaded code, shown to the student at once, worth no points.
+
+Otter's convention is that a student sees the public tests' results as soon as an upload is graded, and so learns
+at once whether what was uploaded is what passed at home (`python -m student.check`). The course's setting
+public_checks (assignment.toml) says whether Gradescope runs them; the batch command runs them only when told
+(--public-checks: the Gradescope runtime tells it), so a class's batch pays nothing for them.
+
+    install(package)                       the instructor's copies into an unpacked submission's student/
+    run(spawner, limits, ...)              Gradescope's entries: one per known check, visible, 0 points
+
+They run with the instructor's copies (which autograder.zip ships), never the student's, in a sandbox of their own
+that starts before any hidden call (checks_runner.py runs pytest there). What that sandbox says is kept only for
+the checks known here, read from the instructor's files as text, and earns nothing: a forged report could mislead
+only its own author. Where the sandboxes can read the grader's files, the checks are not run: their words, shown
+at once, could carry the hidden tests.
+"""
+from __future__ import annotations
+
+import ast
+import pathlib
+import re
+import shutil
+
+from assignment.spec import SPEC, Spec
+from grader.contain.limits import Limits
+from grader.gateway import StudentError
+from grader.gateway.client import SandboxGateway, SessionLog, Spawner
+from grader.paths import STUDENT_DIR
+from grader.sanitize import printable
+from grader.scoring import PUBLIC_CHECK_TAG, clip_message
+from grader.wire.checks_runner import FAILED, PASSED
+
+CHECKS_DIR = STUDENT_DIR / "tests"
+# What the checks import beside student/tests/: the handout's table of parts (their conftest's markers).
+SUPPORT = ("parts.py",)
+FILE_PART = re.compile(r"test_part(\d+)_\w+\.py")
+NODE_FOLDER = "student/tests"                 # node ids are relative to the submission folder
+PARAMETERS = re.compile(r"\[[\w.=-]{1,40}\]")  # a parametrized check's id, as pytest writes simple parameters
+MOST_PER_CHECK = 8                             # parametrized ids kept per check function
+TITLE = "Public check"
+NOT_RUN = "did not run (the checks stopped before it)"
+UNGUARDED = ("not run on this grader: its sandboxes can read the grader's files, and what the checks say is "
+             "shown to you at once")
+
+
+def check_files(spec: Spec = SPEC) -> dict[pathlib.Path, int]:
+    """The instructor's public check files of the spec's parts (a dropped part's are not run) -> their part."""
+    found = {path: FILE_PART.fullmatch(path.name) for path in sorted(CHECKS_DIR.glob("test_part*_*.py"))}
+    return {path: int(match.group(1)) for path, match in found.items()
+            if match is not None and int(match.group(1)) in spec.numbers}
+
+
+def known(spec: Spec = SPEC) -> dict[str, int]:
+    """Each check's node id (without parameters) -> its part, in the files' order, read from them as text."""
+    checks = {}
+    for path, part in check_files(spec).items():
+        for node in ast.parse(path.read_text(), str(path)).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                checks[f"{NODE_FOLDER}/{path.name}::{node.name}"] = part
+    return checks
+
+
+def install(package: pathlib.Path) -> None:
+    """Replace whatever the upload has in student/tests/ (and the support it imports) with the instructor's copies:
+    the checks that run are the handout's, whatever the student changed in them."""
+    target = package / "tests"
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    elif target.exists() or target.is_symlink():
+        target.unlink()
+    shutil.copytree(CHECKS_DIR, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache"))
+    for name in SUPPORT:
+        (package / name).unlink(missing_ok=True)
+        shutil.copyfile(STUDENT_DIR / name, package / name)
+
+
+def run(spawner: Spawner, limits: Limits, *, words_shown: bool, spec: Spec = SPEC) -> list[dict]:
+    """Run the checks in a sandbox of their own, each file within one call's limits; Gradescope's entries for them.
+    words_shown: whether a sandbox's words may be shown (isolation.Plan.hides_the_graders_files)."""
+    checks = known(spec)
+    if not checks:
+        return []
+    if not words_shown:
+        return not_run(UNGUARDED, checks)
+    outcomes: dict[str, str] = {}
+    gateway = SandboxGateway(spawner, limits, SessionLog())
+    try:
+        for path in check_files(spec):   # one call each: a file that spins costs only its own checks
+            ours = f"{NODE_FOLDER}/{path.name}"
+            try:
+                said = gateway.public_checks(path.name)
+            except StudentError as error:
+                outcomes[ours] = f"{FAILED}: not run: {error.type_name}: {error.message}"
+                continue
+            outcomes.update((node, text) for node, text in said.items()
+                            if node == ours or node.startswith(ours + "::"))   # what it says of this file only
+    finally:
+        gateway.close()
+    return entries(outcomes, checks)
+
+
+def entries(outcomes: dict[str, str], checks: dict[str, int]) -> list[dict]:
+    """One entry per known check (per parameter set for a parametrized one), in the files' order. An outcome of a
+    node id not known here is dropped; a file that could not be loaded fails each of its checks."""
+    found = []
+    for check, part in checks.items():
+        file_failure = outcomes.get(check.split("::")[0], "")
+        ids = [node for node in outcomes if node == check or (node.startswith(check + "[")
+                                                               and PARAMETERS.fullmatch(node[len(check):]))]
+        for node in ids[:MOST_PER_CHECK] or [check]:
+            said = outcomes.get(node) or file_failure or f"{FAILED}: {NOT_RUN}"
+            found.append(_entry(part, node.split("::")[1], said))
+    return found
+
+
+def not_run(why: str, checks: dict[str, int]) -> list[dict]:
+    return [_entry(part, check.split("::")[1], f"{FAILED}: {why}") for check, part in checks.items()]
+
+
+def _entry(part: int, name: str, said: str) -> dict:
+    passed = said == PASSED
+    why = said.removeprefix(f"{FAILED}:").strip().removeprefix("AssertionError: ")
+    return {"name": f"{TITLE} (Part {part}, no points): {name}", "tags": [PUBLIC_CHECK_TAG, f"part{part}"],
+            "score": 0.0, "max_score": 0.0, "status": "passed" if passed else "failed",
+            "output": "Passed." if passed else clip_message(printable(why or "failed", newlines=True)),
+            "visibility": "visible"}

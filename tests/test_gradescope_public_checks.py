@@ -1,0 +1,237 @@
+"""The handout's public checks on Gradescope (grader/run/public_checks.py): run on the uploaded code with the
+instructor's copies, shown to the student at once, worth no points, and agreeing check by check with what the
+student's own run of them says at home. What the sandbox reports is kept only for checks the grader knows: a
+forged report names nothing else and earns nothing; a check file that spins costs only its own checks.
+
+The reference goes through Gradescope's harness (the session's `gradescope_reference`); the other uploads through
+the batch command with --public-checks, which is what the harness runs."""
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+from autograder.samples import edited_reference, reference_source, write_submission
+from grader.contain import isolation
+from grader.paths import REPO
+from grader.run import public_checks
+from grader.scoring import is_public_check
+from grader.wire.checks_runner import FAILED, PASSED
+from tests.patience import SAFETY_NET_S
+from tests.routes import outcomes
+
+SLOW_FIXTURES = {"graded"}
+CAUSAL = "    return torch.ones(L, S, dtype=torch.bool, device=device).tril()"
+# Patches pytest in the sandbox before the checks run: every run "collects" a check of its own invention, another
+# with a parameter id pytest never writes, and nothing else.
+FORGER = '''
+import sys as _sys
+_pytest = _sys.modules.get("pytest")
+if _pytest is not None:
+    def _forged(args=None, plugins=()):
+        for plugin in plugins or ():
+            for path in [str(a) for a in args or () if str(a).endswith(".py")]:
+                node = "student/tests/" + path.rsplit("/", 1)[1]
+                plugin.outcomes[node + "::test_forged_full_marks"] = "passed"
+                plugin.outcomes[node + "::test_unscaled_scores_are_plain_dot_products[FULL MARKS]"] = "passed"
+        return 0
+    _pytest.main = _forged
+'''
+SPIN = "    while True:\n        pass\n"
+HIDDEN = REPO / "grading_tests" / "test_part1_scaling.py"
+# Reads a hidden test file in the sandbox and reports its text as a public check's failure, which students read
+# at once: the channel the public checks would open where a sandbox can read the grader's files.
+LEAKER = f'''
+import sys as _sys
+_pytest = _sys.modules.get("pytest")
+if _pytest is not None:
+    def _leak(args=None, plugins=()):
+        try:
+            with open({str(HIDDEN)!r}) as handle:
+                said = handle.read()[:400]
+        except OSError as error:
+            said = "refused: " + type(error).__name__
+        for plugin in plugins or ():
+            for path in [str(a) for a in args or () if str(a).endswith(".py")]:
+                node = "student/tests/" + path.rsplit("/", 1)[1]
+                plugin.outcomes[node + "::test_unscaled_scores_are_plain_dot_products"] = "failed: " + said
+        return 0
+    _pytest.main = _leak
+'''
+
+
+def uploads(root: pathlib.Path) -> pathlib.Path:
+    """A folder of submissions: a planted mistake, the stubs with the student's own checks made to pass, a forger,
+    and the reference with a padding_mask that spins."""
+    write_submission(root / "inverted-causal-mask",
+                     overrides=edited_reference("masking.py", CAUSAL, CAUSAL.replace(".tril()", ".triu(diagonal=1)")))
+    edited = write_submission(root / "edited-checks", solution=False)
+    for check in (edited / "student" / "tests").glob("test_part*.py"):
+        check.write_text("def test_made_to_pass():\n    assert True\n")
+    (edited / "student" / "tests" / "test_part1_scaling.py").write_text("def test_own_full_marks():\n    pass\n")
+    forger = write_submission(root / "forger", solution=False)
+    init = forger / "student" / "__init__.py"
+    init.write_text(init.read_text() + FORGER)
+    source = reference_source("masking.py")
+    head, tail = source.split("def padding_mask(")
+    write_submission(root / "spins", overrides={"masking.py": head + "def padding_mask(" + tail.replace(
+        '    """\n', '    """\n' + SPIN, 1)})
+    return root
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> dict[str, dict]:
+    root = tmp_path_factory.mktemp("public-checks")
+    out = root / "out"
+    # One CPU second a call: the spinning upload's strikes and its spinning check files cost a second each.
+    proc = subprocess.run([sys.executable, "-m", "grader", str(uploads(root / "uploads")), "--out", str(out),
+                           "--public-checks", "--timeout", "1", "--workers", "2"], cwd=REPO,
+                          capture_output=True, text=True, timeout=SAFETY_NET_S)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return {path.stem: json.loads(path.read_text()) for path in (out / "results").glob("*.json")}
+
+
+def checks_of(results: dict) -> dict[str, dict]:
+    """The public checks' entries by check name (parameters included)."""
+    return {entry["name"].split(": ", 1)[1]: entry for entry in results["tests"] if is_public_check(entry)}
+
+
+def at_home(folder: pathlib.Path) -> dict[str, str]:
+    """Check name -> "passed" or "failed", as the student's own pytest run of the handout's checks says it."""
+    proc = subprocess.run([sys.executable, "-m", "pytest", "student/tests", "-q", "-rA", "-p", "no:cacheprovider",
+                           "-o", "addopts="], cwd=folder, capture_output=True, text=True, timeout=SAFETY_NET_S,
+                          env={"PYTHONPATH": str(folder), "PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"})
+    found = re.findall(r"^(PASSED|FAILED) student/tests/\S+::(\S+)", proc.stdout, re.MULTILINE)
+    assert found, proc.stdout + proc.stderr
+    return {name: word.lower() for word, name in found}
+
+
+def test_the_reference_passes_every_public_check_at_once_for_no_points(gradescope_reference):
+    results = gradescope_reference.results
+    checks = checks_of(results)
+    assert {name.split("[")[0] for name in checks} == {node.split("::")[1] for node in public_checks.known()}
+    assert {(e["status"], e["score"], e["max_score"], e["visibility"]) for e in checks.values()} == \
+        {("passed", 0.0, 0.0, "visible")}
+    assert f"{len(checks)} of the handout's {len(checks)} public checks" in results["output"]
+
+
+def test_the_hidden_suite_grades_as_it_does_without_the_public_checks(gradescope_reference, graded_zoo):
+    assert outcomes(gradescope_reference.results) == outcomes(graded_zoo.results["reference"])
+    assert any(is_public_check(entry) for entry in gradescope_reference.results["tests"])
+
+
+def test_each_public_check_says_on_gradescope_what_it_says_at_home(graded, tmp_path):
+    folder = write_submission(tmp_path / "inverted-causal-mask",
+                              overrides=edited_reference("masking.py", CAUSAL,
+                                                         CAUSAL.replace(".tril()", ".triu(diagonal=1)")))
+    shown = checks_of(graded["inverted-causal-mask"])
+    assert {name: entry["status"] for name, entry in shown.items()} == at_home(folder)
+    inverted = shown["test_causal_mask_is_a_lower_triangular_bool_tensor"]
+    assert "inverted mask" in inverted["output"] and inverted["visibility"] == "visible"
+
+
+def test_the_instructors_copies_run_whatever_the_upload_did_to_its_own(graded):
+    shown = checks_of(graded["edited-checks"])
+    assert {name.split("[")[0] for name in shown} == {node.split("::")[1] for node in public_checks.known()}
+    assert {entry["status"] for entry in shown.values()} == {"failed"}
+    assert all("not implemented yet" in entry["output"] for entry in shown.values())
+
+
+def test_a_forged_report_names_no_check_the_grader_does_not_know_and_earns_nothing(graded):
+    results, known = graded["forger"], {node.split("::")[1] for node in public_checks.known()}
+    shown = checks_of(results)
+    assert set(shown) == known, "only the known checks, each once"
+    assert results["score"] == 0.0 and sum(entry["max_score"] for entry in shown.values()) == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layers_off", ["", "landlock,mnt,uid"])
+def test_a_check_that_reads_the_hidden_tests_shows_nothing_of_them(layers_off, tmp_path):
+    leaker = write_submission(tmp_path / "leaker", solution=False)
+    init = leaker / "student" / "__init__.py"
+    init.write_text(init.read_text() + LEAKER)
+    proc = subprocess.run([sys.executable, "-m", "grader", str(leaker), "--out", str(tmp_path / "out"),
+                           "--public-checks", "--workers", "1"], cwd=REPO, capture_output=True, text=True,
+                          timeout=SAFETY_NET_S, env={**os.environ, isolation.DISABLE_ENV: layers_off})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    shown = checks_of(json.loads((tmp_path / "out" / "results" / "leaker.json").read_text()))
+    said = shown["test_unscaled_scores_are_plain_dot_products"]["output"]
+    hidden_line = HIDDEN.read_text().splitlines()[0].strip('"')
+    assert hidden_line and not any(hidden_line[:40] in entry["output"] for entry in shown.values())
+    # Kept from the file where a layer holds; where none does, the checks do not run at all.
+    assert said == (public_checks.UNGUARDED if layers_off else "refused: PermissionError")
+
+
+def test_a_check_file_that_spins_costs_only_its_own_checks(graded):
+    shown = checks_of(graded["spins"])
+    part = {name: entry["tags"][1] for name, entry in shown.items()}
+    timed_out = {name for name, entry in shown.items() if "not run: Timeout" in entry["output"]}
+    assert {part[name] for name in timed_out} >= {"part2"}
+    assert {entry["status"] for name, entry in shown.items() if part[name] in ("part1", "part3")} == {"passed"}
+
+
+# ---------------------------------------------------------------- what the trusted side keeps
+
+KNOWN = {"student/tests/test_part1_scaling.py::test_a": 1, "student/tests/test_part1_scaling.py::test_b": 1,
+         "student/tests/test_part2_masking.py::test_c": 2}
+
+
+def test_only_known_checks_and_plain_parameter_ids_are_kept_and_none_earns_a_point():
+    said = {"student/tests/test_part1_scaling.py::test_a": PASSED,
+            "student/tests/test_part1_scaling.py::test_b[True]": PASSED,
+            "student/tests/test_part1_scaling.py::test_b[a b]": PASSED,        # pytest writes no space in an id
+            "student/tests/test_part1_scaling.py::test_unknown": PASSED,
+            "student/tests/test_part9_extra.py::test_c": PASSED,
+            "student/tests/test_part2_masking.py::test_c": "anything else"}    # not "passed": failed, in its words
+    shown = {entry["name"].split(": ", 1)[1]: entry for entry in public_checks.entries(said, KNOWN)}
+    assert list(shown) == ["test_a", "test_b[True]", "test_c"]
+    assert [entry["status"] for entry in shown.values()] == ["passed", "passed", "failed"]
+    assert shown["test_c"]["output"] == "anything else"
+    assert {(entry["score"], entry["max_score"], entry["visibility"]) for entry in shown.values()} == \
+        {(0.0, 0.0, "visible")}
+
+
+def test_at_most_a_few_parameter_sets_are_kept_per_check():
+    said = {f"student/tests/test_part1_scaling.py::test_a[{n}]": PASSED for n in range(50)}
+    shown = public_checks.entries(said, KNOWN)
+    assert sum("test_a[" in entry["name"] for entry in shown) == public_checks.MOST_PER_CHECK
+
+
+def test_a_file_that_could_not_load_fails_each_of_its_checks_and_an_unreported_check_did_not_run():
+    said = {"student/tests/test_part1_scaling.py": f"{FAILED}: SyntaxError: invalid syntax (scaling.py, line 3)"}
+    shown = {entry["name"].split(": ", 1)[1]: entry["output"] for entry in public_checks.entries(said, KNOWN)}
+    assert shown == {"test_a": "SyntaxError: invalid syntax (scaling.py, line 3)",
+                     "test_b": "SyntaxError: invalid syntax (scaling.py, line 3)", "test_c": public_checks.NOT_RUN}
+
+
+def test_the_known_checks_are_those_pytest_collects(tmp_path):
+    folder = write_submission(tmp_path / "stubs", solution=False)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                           "student/tests"], cwd=folder, capture_output=True, text=True, timeout=SAFETY_NET_S,
+                          env={"PYTHONPATH": str(folder), "PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"})
+    collected = {line.split("[")[0] for line in proc.stdout.splitlines() if "::" in line}
+    assert collected and collected == set(public_checks.known())
+
+
+def test_the_instructors_copies_replace_whatever_the_upload_has(tmp_path):
+    package = tmp_path / "student"
+    (package / "tests").mkdir(parents=True)
+    (package / "tests" / "test_part1_scaling.py").write_text("def test_own():\n    pass\n")
+    (package / "tests" / "test_extra.py").write_text("def test_extra():\n    pass\n")
+    (package / "parts.py").write_text("PARTS = {}\n")
+    public_checks.install(package)
+    for name in ("tests/test_part1_scaling.py", "tests/conftest.py", "parts.py"):
+        assert (package / name).read_bytes() == (REPO / "student" / name).read_bytes(), name
+    assert not (package / "tests" / "test_extra.py").exists()
+
+
+def test_where_a_sandbox_could_read_the_graders_files_no_check_runs():
+    class NoSandbox:
+        def spawn(self, second=True):
+            raise AssertionError("no sandbox may start")
+
+    shown = public_checks.run(NoSandbox(), None, words_shown=False)
+    assert shown and {entry["output"] for entry in shown} == {public_checks.UNGUARDED}
