@@ -136,11 +136,12 @@ class SandboxGateway(Gateway):
         self.note_path(module_path(spec), reply.attention_calls)
         return result
 
-    def public_checks(self, file: str) -> dict[str, str]:
-        """The handout's public checks of one file of student/tests/, run by pytest in the sandbox (checks_runner.py):
-        node id -> outcome, as the sandbox says it, within one call's limits; the caller keeps only what it knows
-        (public_checks.py). Raises StudentError as a call does."""
-        return self._request(f"the public checks of {file}", ChecksRequest([file]), messages.ChecksReply).outcomes
+    def public_checks(self, files: list[str]) -> dict[str, str]:
+        """The handout's public checks of these files of student/tests/, run by pytest in the sandbox
+        (checks_runner.py): node id -> outcome, as the sandbox says it, within one call's limits; the caller keeps
+        only what it knows (public_checks.py). Raises StudentError as a call does."""
+        label = f"the public checks of {files[0]}" if len(files) == 1 else "the public checks"
+        return self._request(label, ChecksRequest(list(files)), messages.ChecksReply).outcomes
 
     def start_afresh(self) -> None:
         """The current sandbox is killed and the next call goes to a new one (the worker keeps one waiting, locked
