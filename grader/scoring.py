@@ -114,7 +114,8 @@ def cascade_notes(report: Report) -> list[str]:
         if users and not builds_on_failing:
             plural = "s" if len(users) > 1 else ""
             notes.append(f"Part {part} ({PART_TITLES[part]}) fails; Part{plural} {_listed(users)} "
-                         f"use{'' if plural else 's'} it: fix it first, their failures may come from it.")
+                         f"use{'' if plural else 's'} it: fix it first, "
+                         f"{'their' if plural else 'its'} failures may come from it.")
     return notes
 
 

@@ -56,7 +56,7 @@ def test_causal_mask_values(student, sizes):
     for L, S in sizes:
         args = (L,) if S is None else (L, S)
         result = call(student.causal_mask, *args)
-        what = f"causal_mask{args}"
+        what = f"causal_mask({', '.join(map(str, args))})"
         expected = oracle.causal(L, S)
         expect_shape(result.value, expected.shape, what)
         expect_equal(result.value, expected, what, hints=causal_hints(L, S))

@@ -61,7 +61,7 @@ PLANTED = {
                           {"1": ["expected torch.float64", "lower precision"]}, {}),
     "module-scaled-by-sqrt-E": ("multihead.py", MANUAL,
                                 MANUAL.replace("dropout_p)", "dropout_p, scale=self.embed_dim ** -0.5)"),
-                                {"5": ["vs nn.MultiheadAttention"], "6": ["the MANUAL path"]}, {}),
+                                {"5": ["against nn.MultiheadAttention"], "6": ["the MANUAL path"]}, {}),
     # The lesson's float16 point: -1e9 does not fit in float16; the error names where it happened.
     "fill-minus-1e9": ("masking.py", FILL, FILL.replace('float("-inf")', "-1e9"),
                        {"2": ["test_apply_mask_works_in_float16", "(in apply_mask, masking.py line"]}, {}),

@@ -153,7 +153,7 @@ def test_no_note_when_nothing_builds_on_the_failing_part():
     assert cascade_notes(score_outcomes([*every_part(), *outcomes((3, "failed"))])) == []
     report = score_outcomes([*every_part(), *outcomes((5, "failed"), (6, "failed"))])
     assert cascade_notes(report) == ["Part 5 (Multi-head and cross-attention) fails; Part 6 uses it: fix it first, "
-                                     "their failures may come from it."]
+                                     "its failures may come from it."]
 
 
 def test_messages_are_clipped():

@@ -13,7 +13,8 @@ in one batch by this checkout's engine, exactly as students' code is graded:
 Prints the figures and the table of survivors, writes OUT/adequacy.json, and exits with status 1 on an
 unexplained survivor, an explanation that no longer holds (its mutant is killed now, or gone), an adversary
 over the floor, or a correct style under 100. --sample N grades N mutants spread over the parts (and every
-adversary and style): the quick check of .ci/run; the full run is benchmarks/adequacy.sh.
+adversary and style): the quick check of .ci/run; the full run, its figures written into
+docs/testing.md, is benchmarks/adequacy.py.
 """
 from __future__ import annotations
 
@@ -165,6 +166,43 @@ def render(verdicts: list[MutantVerdict], generated: list[Generated], results: d
     return "\n".join(lines)
 
 
+@dataclass
+class Measured:
+    """One adequacy run: what it prints (the figures, then the table of survivors), what is wrong, how much."""
+    text: str
+    problems: list[str]
+    graded: int       # submissions graded: mutants, adversaries and styles
+    seconds: float
+
+    @property
+    def figures(self) -> str:
+        """The figures alone (the lines before the table of survivors)."""
+        return self.text.split("\n\n", 1)[0]
+
+
+def run(out: pathlib.Path, *, sample_size: int | None = None, workers: int = 2) -> Measured:
+    """Write and grade the submissions in out (emptied first); their verdicts in out/adequacy.json."""
+    start = time.perf_counter()
+    out = out.resolve()
+    shutil.rmtree(out, ignore_errors=True)
+    every = mutants()
+    chosen = sample(every, sample_size)
+    generated = write_all(out, chosen)
+    count = len(chosen) + len(generated)
+    engine_bridge.run_engine([out / "submissions"], out / "grades", REPO, workers=workers,
+                             timeout=engine_bridge.GRADE_TIMEOUT_S + 30 * count)
+    results = read_results(out / "grades")
+    missing = [m.key for m in chosen if m.slug not in results]
+    verdicts = judge_mutants([m for m in chosen if m.slug in results], results)
+    found = mutant_problems(verdicts, every, full=sample_size is None) + generated_problems(generated, results)
+    found += [f"no result for mutant {key}" for key in missing]
+    (out / "adequacy.json").write_text(json.dumps({
+        "mutants": [asdict(v) | {"fate": v.fate} for v in verdicts],
+        "generated": [asdict(g) | {"score": results.get(g.name, {}).get("score")} for g in generated],
+        "problems": found}, indent=1))
+    return Measured(render(verdicts, generated, results, len(every)), found, count, time.perf_counter() - start)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder adequacy", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -174,30 +212,13 @@ def main(argv=None) -> int:
                         help=f"working folder, emptied first (default: {DEFAULT_OUT.relative_to(REPO)})")
     parser.add_argument("--workers", type=int, default=2, help="submissions graded at once (default 2)")
     args = parser.parse_args(argv)
-    start = time.perf_counter()
-    out = args.out.resolve()
-    shutil.rmtree(out, ignore_errors=True)
-    every = mutants()
-    chosen = sample(every, args.sample)
-    generated = write_all(out, chosen)
-    count = len(chosen) + len(generated)
-    engine_bridge.run_engine([out / "submissions"], out / "grades", REPO, workers=args.workers,
-                             timeout=engine_bridge.GRADE_TIMEOUT_S + 30 * count)
-    results = read_results(out / "grades")
-    missing = [m.key for m in chosen if m.slug not in results]
-    verdicts = judge_mutants([m for m in chosen if m.slug in results], results)
-    found = mutant_problems(verdicts, every, full=args.sample is None) + generated_problems(generated, results)
-    found += [f"no result for mutant {key}" for key in missing]
-    print(render(verdicts, generated, results, len(every)))
-    (out / "adequacy.json").write_text(json.dumps({
-        "mutants": [asdict(v) | {"fate": v.fate} for v in verdicts],
-        "generated": [asdict(g) | {"score": results.get(g.name, {}).get("score")} for g in generated],
-        "problems": found}, indent=1))
-    if found:
-        print("\nproblems:\n  " + "\n  ".join(found))
-    print(f"\nadequacy: {count} submissions graded in {time.perf_counter() - start:.0f} s; "
-          f"wrote {out / 'adequacy.json'}")
-    return 1 if found else 0
+    measured = run(args.out, sample_size=args.sample, workers=args.workers)
+    print(measured.text)
+    if measured.problems:
+        print("\nproblems:\n  " + "\n  ".join(measured.problems))
+    print(f"\nadequacy: {measured.graded} submissions graded in {measured.seconds:.0f} s; "
+          f"wrote {args.out.resolve() / 'adequacy.json'}")
+    return 1 if measured.problems else 0
 
 
 if __name__ == "__main__":

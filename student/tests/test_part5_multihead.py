@@ -7,6 +7,9 @@ from student.tests.helpers import check_raises_value_error, check_shape, check_v
 
 pytestmark = pytest.mark.part5
 
+# What a comparison with PyTorch's own module says it compares with.
+AGAINST_TORCH = "against nn.MultiheadAttention with the same weights"
+
 TOKENS = torch.tensor([[[1.16, 0.23], [0.57, 1.36], [4.41, -2.16]]])
 # Two queries from another sequence, attending to TOKENS (the lesson's cross-attention example).
 DECODER_TOKENS = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])
@@ -57,14 +60,15 @@ def test_cross_attention_of_the_lesson():
 
 def test_cross_attention_with_the_same_sequence_equals_self_attention():
     module = lesson_module()
-    check_values(module(TOKENS, context=TOKENS), module(TOKENS), "MultiHeadAttention(x, context=x) vs (x)")
+    check_values(module(TOKENS, context=TOKENS), module(TOKENS),
+                 "MultiHeadAttention(x, context=x), against MultiHeadAttention(x),")
 
 
 @pytest.mark.parametrize("is_causal", [False, True])
 def test_three_heads_agree_with_pytorchs_module(is_causal):
     # nn.MultiheadAttention with your module's weights: heads split as in Part 3, scale 1/sqrt(D) per head.
     module, x = random_module(), torch.randn(2, 5, 12)
-    what = f"MultiHeadAttention(12, 3)(x, is_causal={is_causal}) vs nn.MultiheadAttention with the same weights"
+    what = f"MultiHeadAttention(12, 3)(x, is_causal={is_causal}), {AGAINST_TORCH},"
     check_values(module(x, is_causal=is_causal), pytorch_attention(module, 3, x, is_causal=is_causal), what, atol=1e-5)
 
 
@@ -72,7 +76,7 @@ def test_three_heads_with_a_padding_mask_agree_with_pytorchs_module():
     module, x = random_module(), torch.randn(2, 5, 12)
     real = torch.tensor([[True] * 5, [True, True, False, False, False]])
     check_values(module(x, padding_mask=real), pytorch_attention(module, 3, x, padding_mask=real),
-                 "MultiHeadAttention(12, 3)(x, padding_mask) vs nn.MultiheadAttention with the same weights", atol=1e-5)
+                 f"MultiHeadAttention(12, 3)(x, padding_mask), {AGAINST_TORCH},", atol=1e-5)
 
 
 def test_three_heads_cross_attention_agrees_with_pytorchs_module():
@@ -81,7 +85,7 @@ def test_three_heads_cross_attention_agrees_with_pytorchs_module():
     out = module(x, context=context, padding_mask=real)
     check_shape(out, (2, 4, 12), "MultiHeadAttention(12, 3)(x (2,4,12), context (2,6,12))")
     check_values(out, pytorch_attention(module, 3, x, context=context, padding_mask=real),
-                 "MultiHeadAttention(12, 3)(x, context, padding_mask) vs nn.MultiheadAttention with the same weights",
+                 f"MultiHeadAttention(12, 3)(x, context, padding_mask), {AGAINST_TORCH},",
                  atol=1e-5)
 
 

@@ -43,7 +43,7 @@ def check_both_paths(x, **inputs):
                              f"the fused path agrees, so fix Part 5 first. {problems['manual']}")
     if problems:
         raise AssertionError("BOTH paths disagree with plain PyTorch math (fix Part 5 first). "
-                             f"Manual: {problems['manual']} Fused: {problems['fused']}")
+                             f"Manual: {problems['manual']}; fused: {problems['fused']}")
 
 
 @pytest.mark.parametrize("is_causal", [False, True])
