@@ -169,21 +169,26 @@ def render_table(tally: PartTally) -> str:
 def fix_first_notes(tally: PartTally) -> list[str]:
     """Name the functions of earlier parts to fix first, where a written part's failing checks called them.
 
-    Part by part: a function fails on its own when a failing check of its part called it and no earlier function
-    that fails on its own. A part's other failing checks, those that called an earlier function failing on its own
-    and none of the part's own failing ones, are that earlier function's doing: the note names it.
+    Part by part, the failing checks that call the fewest functions first: a function fails on its own when a
+    failing check of its part called it and nothing already found failing on its own (so a check that reaches a
+    broken causal_mask through scaled_dot_product_attention and apply_mask blames causal_mask alone, where a check
+    of causal_mask alone fails too). A part's other failing checks, those that called an earlier function failing
+    on its own and none of the part's own failing ones, are that earlier function's doing: the note names it.
     """
     on_its_own: set = set()
     notes = []
     for part in tally.parts:
         checks = [called for row, called in tally.failing_calls if row == part]
-        own = [called for called in checks if not called & on_its_own]
-        mine = {name for called in own for name in called if part_of(name) == part}
+        mine: set = set()
+        for called in sorted(checks, key=len):
+            if not called & (on_its_own | mine):
+                mine |= {name for name in called if part_of(name) == part}
         on_its_own |= mine
         earlier = sorted({(part_of(name), name) for called in checks if not called & mine
                           for name in called & on_its_own if part_of(name) < part})
         if earlier and "not implemented yet" not in tally.first_failure.get(part, ""):
-            names = " and ".join(f"{name} (Part {number})" for number, name in earlier)
+            named = [f"{name} (Part {number})" for number, name in earlier]
+            names = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
             one = len(earlier) == 1
             notes.append(f"Part {part}'s failing checks call your {names}, which fail{'s' * one} "
                          f"{'its' if one else 'their'} own checks: fix {'that' if one else 'those'} first.")

@@ -108,6 +108,13 @@ def test_a_fix_first_note_names_the_earlier_function_a_failing_check_called(tmp_
     code, rows, output = check_table(folder)
     note = "Part 2's failing checks call your scaled_scores (Part 1), which fails its own checks: fix that first."
     assert note in output, output
+    # An inverted causal mask: Part 5's causal checks reach it through scaled_dot_product_attention and apply_mask,
+    # which pass their own checks that use no causal mask; the note names causal_mask alone.
+    folder = write_submission(tmp_path / "inverted", overrides=edited_reference(
+        "masking.py", CAUSAL, CAUSAL.replace(".tril()", ".triu(diagonal=1)")))
+    code, rows, output = check_table(folder)
+    note = "Part 5's failing checks call your causal_mask (Part 2), which fails its own checks: fix that first."
+    assert note in output, output
 
 
 OWN_TESTS = '''
