@@ -10,6 +10,8 @@ from student import MultiHeadAttention
 from student.tests.helpers import check_values, pytorch_attention
 
 pytestmark = pytest.mark.part6
+# Where a manual path that disagrees may go wrong: Part 5's forward, or an earlier part's function it calls.
+EARLIER = " (Part 5's forward, or an earlier part's function it calls: python -m student.check names which)"
 
 EMBED_DIM, NUM_HEADS = 12, 3
 
@@ -40,9 +42,9 @@ def check_both_paths(x, **inputs):
                              f"the manual path agrees. {problems['fused']}")
     if set(problems) == {"manual"}:
         raise AssertionError("the MANUAL path (fused=False, Part 5) disagrees with plain PyTorch math; "
-                             f"the fused path agrees, so fix Part 5 first. {problems['manual']}")
+                             f"the fused path agrees, so fix the manual path first{EARLIER}. {problems['manual']}")
     if problems:
-        raise AssertionError("BOTH paths disagree with plain PyTorch math (fix Part 5 first). "
+        raise AssertionError(f"BOTH paths disagree with plain PyTorch math (fix the manual path first{EARLIER}). "
                              f"Manual: {problems['manual']}; fused: {problems['fused']}")
 
 
