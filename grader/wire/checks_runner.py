@@ -1,11 +1,11 @@
 """Runs the handout's public checks inside the sandbox: pytest, in this process, on the imported submission.
 
-The trusted side asks for it (a ChecksRequest per check file) before the hidden suite, in a sandbox of their own,
-where the course shows the public checks on Gradescope (grader/run/public_checks.py). The checks are the
-instructor's copies, which the worker put in the submission's student/tests/ (read-only here); pytest reads them
-and writes nothing (no cache, no bytecode, output captured in memory). What comes back is each check's node id
-and its outcome in words: plain data, which code running here could forge, so the trusted side keeps it only for
-node ids it knows and gives it no points.
+The trusted side asks for it (a ChecksRequest naming the check files) before the hidden suite, in a sandbox of
+their own, where the course shows the public checks on Gradescope (grader/run/public_checks.py). The checks are
+the instructor's copies, which the worker put in the submission's student/tests/ (read-only here); pytest reads
+them and writes nothing (no cache, no bytecode, output captured in memory). What comes back is each check's node
+id and its outcome in words: plain data, which code running here could forge, so the trusted side keeps it only
+for node ids it knows and gives it no points.
 """
 from __future__ import annotations
 
