@@ -107,12 +107,16 @@ def run(spawner: Spawner, limits: Limits, *, words_shown: bool, spec: Spec = SPE
 def entries(outcomes: dict[str, str], checks: dict[str, int]) -> list[dict]:
     """One entry per known check (per parameter set for a parametrized one), in the files' order. An outcome of a
     node id not known here is dropped; a file that could not be loaded fails each of its checks."""
+    ids: dict[str, list[str]] = {check: [] for check in checks}
+    for node in outcomes:   # one pass, however many a sandbox reports
+        check = node.partition("[")[0]
+        if check in ids and len(ids[check]) < MOST_PER_CHECK and (node == check or PARAMETERS.fullmatch(
+                node[len(check):])):
+            ids[check].append(node)
     found = []
     for check, part in checks.items():
         file_failure = outcomes.get(check.split("::")[0], "")
-        ids = [node for node in outcomes if node == check or (node.startswith(check + "[")
-                                                               and PARAMETERS.fullmatch(node[len(check):]))]
-        for node in ids[:MOST_PER_CHECK] or [check]:
+        for node in ids[check] or [check]:
             said = outcomes.get(node) or file_failure or f"{FAILED}: {NOT_RUN}"
             found.append(_entry(part, node.split("::")[1], said))
     return found
