@@ -16,8 +16,11 @@ import pytest
 
 from autograder.samples import edited_reference, reference_source, write_submission
 from grader.contain import isolation
+from grader.contain.limits import Limits
+from grader.gateway.client import SessionLog
 from grader.paths import REPO
-from grader.run import public_checks
+from grader.run import public_checks, worker
+from grader.run.run_settings import Settings
 from grader.scoring import is_public_check
 from grader.wire.checks_runner import FAILED, PASSED
 from tests.patience import SAFETY_NET_S
@@ -26,12 +29,16 @@ from tests.routes import outcomes
 SLOW_FIXTURES = {"graded"}
 CAUSAL = "    return torch.ones(L, S, dtype=torch.bool, device=device).tril()"
 # Patches pytest in the sandbox before the checks run: every run "collects" a check of its own invention, another
-# with a parameter id pytest never writes, and nothing else.
-FORGER = '''
+# with a parameter id pytest never writes, and nothing else; and it looks for the grader's files meanwhile.
+FORGER = f'''
 import sys as _sys
 _pytest = _sys.modules.get("pytest")
 if _pytest is not None:
     def _forged(args=None, plugins=()):
+        try:
+            __import__("os").listdir({str(REPO / "grading_tests")!r})
+        except OSError:
+            pass
         for plugin in plugins or ():
             for path in [str(a) for a in args or () if str(a).endswith(".py")]:
                 node = "student/tests/" + path.rsplit("/", 1)[1]
@@ -151,6 +158,12 @@ def test_a_forged_report_names_no_check_the_grader_does_not_know_and_earns_nothi
     assert results["score"] == 0.0 and sum(entry["max_score"] for entry in shown.values()) == 0.0
 
 
+def test_what_the_public_checks_sandbox_tried_is_flagged_for_the_instructor(graded):
+    flags = graded["forger"]["extra_data"]["flags"]
+    assert any(flag.startswith("in the public checks: sandbox saw") and "grading_tests" in flag for flag in flags), \
+        flags
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("layers_off", ["", "landlock,mnt,uid"])
 def test_a_check_that_reads_the_hidden_tests_shows_nothing_of_them(layers_off, tmp_path):
@@ -229,7 +242,8 @@ def test_the_instructors_copies_replace_whatever_the_upload_has(tmp_path):
     (package / "tests").mkdir(parents=True)
     (package / "tests" / "test_part1_scaling.py").write_text("def test_own():\n    pass\n")
     (package / "tests" / "test_extra.py").write_text("def test_extra():\n    pass\n")
-    (package / "parts.py").write_text("PARTS = {}\n")
+    (package / "parts.py").mkdir()   # a folder where the handout has a file
+    (package / "parts.py" / "keep.txt").write_text("x\n")
     public_checks.install(package)
     for name in ("tests/test_part1_scaling.py", "tests/conftest.py", "parts.py"):
         assert (package / name).read_bytes() == (REPO / "student" / name).read_bytes(), name
@@ -241,5 +255,16 @@ def test_where_a_sandbox_could_read_the_graders_files_no_check_runs():
         def spawn(self, second=True):
             raise AssertionError("no sandbox may start")
 
-    shown = public_checks.run(NoSandbox(), None, words_shown=False)
+    shown = public_checks.run(NoSandbox(), None, SessionLog(), words_shown=False)
     assert shown and {entry["output"] for entry in shown} == {public_checks.UNGUARDED}
+
+
+def test_the_public_checks_have_a_budget_of_their_own_that_the_stop_of_a_submission_allows_for():
+    limits = Limits(call_timeout=2.0, budget=80.0)
+    budget = public_checks.limits_for(limits).budget
+    assert budget == (len(public_checks.check_files()) + 1) * 2.0   # all files at once, then each alone
+    plan = isolation.Plan()
+    without = Settings(limits, plan, "/tmp", "/tmp")
+    with_checks = Settings(limits, plan, "/tmp", "/tmp", public_checks=True)
+    assert worker.net(without) == limits.submission_net
+    assert worker.net(with_checks) == limits.submission_net + budget

@@ -17,6 +17,7 @@ at once, could carry the hidden tests.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import pathlib
 import re
 import shutil
@@ -35,7 +36,7 @@ CHECKS_DIR = STUDENT_DIR / "tests"
 SUPPORT = ("parts.py",)
 FILE_PART = re.compile(r"test_part(\d+)_\w+\.py")
 NODE_FOLDER = "student/tests"                 # node ids are relative to the submission folder
-PARAMETERS = re.compile(r"\[[\w.=-]{1,40}\]")  # a parametrized check's id, as pytest writes simple parameters
+PARAMETERS = re.compile(r"\[[\w.=-]{1,40}\]", re.ASCII)   # a parametrized check's id, as pytest writes plain ones
 MOST_PER_CHECK = 8                             # parametrized ids kept per check function
 TITLE = "Public check"
 NOT_RUN = "did not run (the checks stopped before it)"
@@ -61,22 +62,34 @@ def known(spec: Spec = SPEC) -> dict[str, int]:
 
 
 def install(package: pathlib.Path) -> None:
-    """Replace whatever the upload has in student/tests/ (and the support it imports) with the instructor's copies:
-    the checks that run are the handout's, whatever the student changed in them."""
-    target = package / "tests"
-    if target.is_dir() and not target.is_symlink():
-        shutil.rmtree(target)
-    elif target.exists() or target.is_symlink():
-        target.unlink()
-    shutil.copytree(CHECKS_DIR, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache"))
+    """Replace whatever the upload has in student/tests/ (and the support it imports) with the instructor's copies,
+    whatever kind of entry it put there: the checks that run are the handout's, whatever the student changed."""
+    _remove(package / "tests")
+    shutil.copytree(CHECKS_DIR, package / "tests",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache"))
     for name in SUPPORT:
-        (package / name).unlink(missing_ok=True)
+        _remove(package / name)
         shutil.copyfile(STUDENT_DIR / name, package / name)
 
 
-def run(spawner: Spawner, limits: Limits, *, words_shown: bool, spec: Spec = SPEC) -> list[dict]:
+def _remove(path: pathlib.Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def limits_for(limits: Limits, spec: Spec = SPEC) -> Limits:
+    """The public checks' own limits: one call's time per call they may take (all files at once, then each file
+    alone), in all, CPU and load-free time apart, as the submission's budget bounds the hidden suite. The worker
+    adds this budget to the time after which it stops a submission's grading."""
+    return dataclasses.replace(limits, budget=(len(check_files(spec)) + 1) * limits.call_timeout)
+
+
+def run(spawner: Spawner, limits: Limits, log: SessionLog, *, words_shown: bool, spec: Spec = SPEC) -> list[dict]:
     """Run the checks in a sandbox of their own, within one call's limits (where that ends in a timeout or a crash,
-    each file within one call's limits); Gradescope's entries for them.
+    each file within one call's limits), all within limits_for(limits); Gradescope's entries for them.
+    log: where what the sandboxes did is noted (their tripwires, refusals: the instructor's flags).
     words_shown: whether a sandbox's words may be shown (isolation.Plan.hides_the_graders_files)."""
     checks = known(spec)
     if not checks:
@@ -84,7 +97,7 @@ def run(spawner: Spawner, limits: Limits, *, words_shown: bool, spec: Spec = SPE
     if not words_shown:
         return not_run(UNGUARDED, checks)
     files = [path.name for path in check_files(spec)]
-    gateway = SandboxGateway(spawner, limits, SessionLog())
+    gateway = SandboxGateway(spawner, limits_for(limits, spec), log)
     try:
         try:   # all in one call (each pytest session costs a fifth of a second) ...
             outcomes = gateway.public_checks(files)
@@ -129,7 +142,7 @@ def not_run(why: str, checks: dict[str, int]) -> list[dict]:
 def _entry(part: int, name: str, said: str) -> dict:
     passed = said == PASSED
     why = said.removeprefix(f"{FAILED}:").strip().removeprefix("AssertionError: ")
-    return {"name": f"{TITLE} (Part {part}, no points): {name}", "tags": [PUBLIC_CHECK_TAG, f"part{part}"],
+    return {"name": f"{TITLE} (Part {part}, no points): {printable(name)}", "tags": [PUBLIC_CHECK_TAG, f"part{part}"],
             "score": 0.0, "max_score": 0.0, "status": "passed" if passed else "failed",
             "output": "Passed." if passed else clip_message(printable(why or "failed", newlines=True)),
             "visibility": "visible"}

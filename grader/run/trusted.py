@@ -81,7 +81,8 @@ def grade(control, limits: Limits, package: str, hidden_files: bool = True, gpu:
 
     # First, in a sandbox of their own: no sandbox that has seen a hidden call comes before the one whose words
     # students read at once.
-    checks = public.run(Spawner(control), limits, words_shown=hidden_files) if public_checks else []
+    checks_log = SessionLog()
+    checks = public.run(Spawner(control), limits, checks_log, words_shown=hidden_files) if public_checks else []
     log = SessionLog()
     def gateway(_config) -> SandboxGateway:
         made = SandboxGateway(Spawner(control), limits, log, words_shown=hidden_files,
@@ -97,7 +98,7 @@ def grade(control, limits: Limits, package: str, hidden_files: bool = True, gpu:
     with open("sandbox-output.txt", "wb") as handle:   # in the trusted process's own folder, for --keep
         handle.write(bytes(log.output))
     report = plugin.report() if plugin.outcomes else None
-    flags = flags_of(log, plugin.flags())
+    flags = flags_of(log, plugin.flags()) + [f"in the public checks: {flag}" for flag in flags_of(checks_log, [])]
     status, message = judge(log, limits, exit_code, report)
     if report is None or log.broken is not None:
         return Outcome("error", message, engine_failure=True, flags=flags)

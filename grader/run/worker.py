@@ -71,7 +71,7 @@ def grade_one(source: str, settings: Settings, private_fds=(), keep: str | None 
             outcome = Outcome.rejected(f"the submission could not be unpacked ({type(error).__name__}: {error})")
         else:
             if settings.public_checks:
-                public_checks.install(pathlib.Path(private_dir) / submissions.PACKAGE)
+                public_checks.install(pathlib.Path(private_dir) / submissions.PACKAGE)   # whatever stood there
             submissions.open_for_reading(private_dir)
             outcome = _run_trusted(private_dir, work_dir, settings, private_fds, gpu)
             outcome.flags = [*unpacked.flags, *outcome.flags]
@@ -122,7 +122,7 @@ def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fd
     theirs.close()
     boxes = Boxes(settings, private_dir, pid, gpu)
     try:
-        exit_status, killed = _serve(ours, pid, boxes, LoadFreeClock(worker), settings.limits.submission_net)
+        exit_status, killed = _serve(ours, pid, boxes, LoadFreeClock(worker), net(settings))
     finally:
         ours.close()
         boxes.close()
@@ -137,9 +137,16 @@ def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fd
     return outcome
 
 
+def net(settings: Settings) -> float:
+    """Load-free seconds after which a submission's grading is stopped as the engine's failure: the submission's
+    own (Limits.submission_net), and the public checks' budget where they run."""
+    checks = public_checks.limits_for(settings.limits).budget if settings.public_checks else 0.0
+    return settings.limits.submission_net + checks
+
+
 def _result(work_dir: str, settings: Settings, exit_status: int | None, killed: bool) -> Outcome:
     if killed:   # the student's code had its budget at most: the rest is the engine's, so a later run grades it again
-        return Outcome.failed(f"grader error: grading took longer than {settings.limits.submission_net:g} s, not "
+        return Outcome.failed(f"grader error: grading took longer than {net(settings):g} s, not "
                               f"counting waits for a busy machine's CPU, and was stopped (the student's code is "
                               f"stopped at its budget of {settings.limits.budget:g} s)")
     try:
