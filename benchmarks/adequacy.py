@@ -30,13 +30,11 @@ def main(argv=None) -> int:
     figures.add_option(parser, DOCUMENT, BLOCK)
     parser.add_argument("--workers", type=int, default=2, help="submissions graded at once (default 2)")
     parser.add_argument("--out", type=pathlib.Path, default=report.DEFAULT_OUT,
-                        help="working folder, emptied first (default: out/adequacy)")
+                        help=f"working folder, emptied first (default: {report.DEFAULT_OUT.relative_to(REPO)})")
     args = parser.parse_args(argv)
     load = os.getloadavg()
     measured = report.run(args.out, workers=args.workers)
-    print(measured.text)
-    if measured.problems:
-        print("\nproblems:\n  " + "\n  ".join(measured.problems))
+    print(measured.shown())
     summary = (f"{measured.figures}\n\nThe full run: {measured.graded} submissions graded in {measured.seconds:.0f} s "
                f"on {args.workers} workers.")
     if args.write_docs and not measured.problems:

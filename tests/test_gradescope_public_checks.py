@@ -6,7 +6,6 @@ forged report names nothing else and earns nothing; a check file that spins cost
 The reference goes through Gradescope's harness (the session's `gradescope_reference`); the other uploads through
 the batch command with --public-checks, which is what the harness runs."""
 import json
-import os
 import pathlib
 import re
 import subprocess
@@ -23,6 +22,7 @@ from grader.run import public_checks, worker
 from grader.run.run_settings import Settings
 from grader.scoring import is_public_check
 from grader.wire.checks_runner import FAILED, PASSED
+from tests.grading_command import grade
 from tests.patience import SAFETY_NET_S
 from tests.routes import outcomes
 
@@ -98,9 +98,7 @@ def graded(tmp_path_factory) -> dict[str, dict]:
     root = tmp_path_factory.mktemp("public-checks")
     out = root / "out"
     # One CPU second a call: the spinning upload's strikes and its spinning check files cost a second each.
-    proc = subprocess.run([sys.executable, "-m", "grader", str(uploads(root / "uploads")), "--out", str(out),
-                           "--public-checks", "--timeout", "1", "--workers", "2"], cwd=REPO,
-                          capture_output=True, text=True, timeout=SAFETY_NET_S)
+    proc = grade(uploads(root / "uploads"), "--out", out, "--public-checks", "--timeout", "1", "--workers", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return {path.stem: json.loads(path.read_text()) for path in (out / "results").glob("*.json")}
 
@@ -110,11 +108,16 @@ def checks_of(results: dict) -> dict[str, dict]:
     return {entry["name"].split(": ", 1)[1]: entry for entry in results["tests"] if is_public_check(entry)}
 
 
+def pytest_in(folder: pathlib.Path, *args: str) -> subprocess.CompletedProcess:
+    """pytest as a student runs it in their submission folder (their package importable, nothing else of ours)."""
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=folder,
+                          capture_output=True, text=True, timeout=SAFETY_NET_S,
+                          env={"PYTHONPATH": str(folder), "PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"})
+
+
 def at_home(folder: pathlib.Path) -> dict[str, str]:
     """Check name -> "passed" or "failed", as the student's own pytest run of the handout's checks says it."""
-    proc = subprocess.run([sys.executable, "-m", "pytest", "student/tests", "-q", "-rA", "-p", "no:cacheprovider",
-                           "-o", "addopts="], cwd=folder, capture_output=True, text=True, timeout=SAFETY_NET_S,
-                          env={"PYTHONPATH": str(folder), "PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"})
+    proc = pytest_in(folder, "student/tests", "-q", "-rA", "-o", "addopts=")
     found = re.findall(r"^(PASSED|FAILED) student/tests/\S+::(\S+)", proc.stdout, re.MULTILINE)
     assert found, proc.stdout + proc.stderr
     return {name: word.lower() for word, name in found}
@@ -170,9 +173,7 @@ def test_a_check_that_reads_the_hidden_tests_shows_nothing_of_them(layers_off, t
     leaker = write_submission(tmp_path / "leaker", solution=False)
     init = leaker / "student" / "__init__.py"
     init.write_text(init.read_text() + LEAKER)
-    proc = subprocess.run([sys.executable, "-m", "grader", str(leaker), "--out", str(tmp_path / "out"),
-                           "--public-checks", "--workers", "1"], cwd=REPO, capture_output=True, text=True,
-                          timeout=SAFETY_NET_S, env={**os.environ, isolation.DISABLE_ENV: layers_off})
+    proc = grade(leaker, "--out", tmp_path / "out", "--public-checks", "--workers", "1", layers_off=layers_off)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     shown = checks_of(json.loads((tmp_path / "out" / "results" / "leaker.json").read_text()))
     said = shown["test_unscaled_scores_are_plain_dot_products"]["output"]
@@ -230,9 +231,7 @@ def test_a_file_that_could_not_load_fails_each_of_its_checks_and_an_unreported_c
 
 def test_the_known_checks_are_those_pytest_collects(tmp_path):
     folder = write_submission(tmp_path / "stubs", solution=False)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                           "student/tests"], cwd=folder, capture_output=True, text=True, timeout=SAFETY_NET_S,
-                          env={"PYTHONPATH": str(folder), "PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"})
+    proc = pytest_in(folder, "--collect-only", "-q", "student/tests")
     collected = {line.split("[")[0] for line in proc.stdout.splitlines() if "::" in line}
     assert collected and collected == set(public_checks.known())
 

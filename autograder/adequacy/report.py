@@ -179,6 +179,10 @@ class Measured:
         """The figures alone (the lines before the table of survivors)."""
         return self.text.split("\n\n", 1)[0]
 
+    def shown(self) -> str:
+        """What a run prints: the figures, the table of survivors, and what is wrong, if anything."""
+        return self.text + ("\n\nproblems:\n  " + "\n  ".join(self.problems) if self.problems else "")
+
 
 def run(out: pathlib.Path, *, sample_size: int | None = None, workers: int = 2) -> Measured:
     """Write and grade the submissions in out (emptied first); their verdicts in out/adequacy.json."""
@@ -213,9 +217,7 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="submissions graded at once (default 2)")
     args = parser.parse_args(argv)
     measured = run(args.out, sample_size=args.sample, workers=args.workers)
-    print(measured.text)
-    if measured.problems:
-        print("\nproblems:\n  " + "\n  ".join(measured.problems))
+    print(measured.shown())
     print(f"\nadequacy: {measured.graded} submissions graded in {measured.seconds:.0f} s; "
           f"wrote {args.out.resolve() / 'adequacy.json'}")
     return 1 if measured.problems else 0
