@@ -6,10 +6,11 @@ It stands in floors, imports running downward only (an import-linter contract in
     run/  gradescope/      the processes of a batch; the Gradescope runtime (one submission, results.json)
     suite.py               the hidden suite's pytest plugin: points, parts, the forbidden-call rule
     gateway/               the one door to student code: Gateway, SandboxGateway (gateway/client.py), LocalGateway,
-                           the answers' checks (gateway/replies.py) and the rules' evidence (provenance, source_rules)
+                           the answers' checks (gateway/replies.py) and the fused path's provenance
     wire/  contain/        the frames and messages to a sandbox; the kernel's containment of it
     row.py                 one submission's gradebook row, typed once
-    scoring.py  sanitize.py  paths.py      shared leaves
+    scoring.py  sanitize.py  paths.py      shared leaves; source_rules.py: the forbidden-call rule's evidence, read
+                           from the source as text (torch-free: the batch reads the handout's once)
 
 The instructor's tools (autograder/) import this package, never the reverse; the hidden suite imports gateway/.
 
@@ -20,8 +21,8 @@ Processes (the shape of a zygote sandbox: a warm template, forked, locked down b
 - template (run/pool.py): started (fork, then exec of a fresh Python with an environment of its own) before
   the batch reads anything about the class, so no byte of the grader's environment or command line is in
   it or in anything it forks; imports torch and warms it up; forks one worker per submission, so a
-  worker that dies costs only its own submission. Before the second worker it also loads pytest and
-  the emulated second device, so every later process starts warm.
+  worker that dies costs only its own submission. Before the second worker (before the first, where more
+  follow) it also loads pytest and the emulated second device, so every later process starts warm.
 - worker (run/worker.py): unpacks one submission (run/submissions.py: no links, no bytecode, every oddity
   an error row), forks its trusted process and, on request, sandboxes (the first one before it is
   asked); when a sandbox ends it makes sure nothing of it is left.
@@ -37,7 +38,7 @@ Processes (the shape of a zygote sandbox: a warm template, forked, locked down b
   wire/protocol.py; each tensor in the layout the test gave it, wire/layout.py) by running wire/executor.py; its
   tripwires (contain/tripwires.py) note escape attempts and tampering for the flags column, never for points.
   A worker keeps sandboxes waiting, locked down and without student code, so that none is waited for:
-  in the first worker of a run one warms up the second device while the first serves the CPU tests,
+  in the worker of a run's only submission one warms up the second device while the first serves the CPU tests,
   and takes over at the first call on that device (the engine runs those tests last); one waits for
   the suite's second opinions (start_afresh). The sandbox a new one replaces is killed first: no two
   sandboxes of a submission run student code at the same time.

@@ -5,7 +5,9 @@ measures it), each held here as a property rather than as a time:
   bit, and neither they nor the suite's common paths load torch's symbolic-shapes machinery (sympy);
 - the first sandbox serves the CPU tests while a second one warms up the emulated second device, and takes over
   at the first call that needs that device: every test that runs student code there is marked second_device
-  (the engine runs those last), and the results keep the suite's order whatever order the tests ran in.
+  (the engine runs those last), and the results keep the suite's order whatever order the tests ran in;
+- a test that a skipif mark of a plain True skips (the CUDA tests without a GPU) is recorded at collection, not
+  taken through pytest's setup, with the outcome and message pytest's own skipping gives it.
 """
 from __future__ import annotations
 
@@ -176,3 +178,62 @@ def test_a_graded_call_seeds_dropout_as_torch_manual_seed_does_without_formattin
     ours = torch.nn.functional.dropout(x, 0.5)
     assert torch.equal(ours, theirs)
     assert len(formatted) == control and (control > 0 or torch.cuda.is_initialized())
+
+
+SKIPPING_SUITE = """
+import pytest
+
+pytestmark = pytest.mark.part(6)
+GPU = False
+
+
+@pytest.mark.skipif(not GPU, reason="needs a CUDA GPU")
+@pytest.mark.parametrize("case", range(3))
+def test_certain(case):
+    pass
+
+
+@pytest.mark.skipif(GPU, reason="never")
+def test_runs():
+    pass
+
+
+# pytest reads a function's marks from the decorator nearest the def outward, and skips for the first that holds.
+@pytest.mark.skipif(True, reason="a later mark: pytest takes the first that holds")
+@pytest.mark.skipif("1 + 1 == 2", reason="a string condition, pytest's to evaluate")
+def test_string_condition_first():
+    pass
+
+
+@pytest.mark.skipif(True, reason="the second holds")
+@pytest.mark.skipif(False, reason="does not hold")
+def test_second_mark_holds():
+    pass
+
+
+@pytest.mark.part(2)
+def test_fails():
+    pytest.skip("skipped at run time")
+"""
+
+
+def test_skips_settled_at_collection_give_the_outcomes_pytest_gives(tmp_path):
+    (tmp_path / "test_skipping.py").write_text(SKIPPING_SUITE)
+    (tmp_path / "conftest.py").write_text(
+        "def pytest_configure(config):\n"
+        "    config.addinivalue_line('markers', 'part(n): part')\n")
+    outcomes, deselected = {}, []
+
+    class Deselected:
+        def pytest_deselected(self, items):
+            deselected.extend(item.name for item in items)
+
+    for settled in (False, True):
+        plugin = GradingPlugin(gateway_factory=None, skips_at_collection=settled)
+        assert pytest.main([str(tmp_path), "-q", "-p", "no:cacheprovider", "-o", "addopts="],
+                           plugins=[plugin, Deselected()]) == 0
+        outcomes[settled] = {nodeid: (o.status, o.message, o.part, o.weight) for nodeid, o in plugin.outcomes.items()}
+        outcomes[settled, "order"] = [o.name for o in plugin.report().tests]
+    assert outcomes[True] == outcomes[False] and outcomes[True, "order"] == outcomes[False, "order"]
+    assert [status for status, *_ in outcomes[True].values()].count("skipped") == 6, outcomes[True]
+    assert deselected == ["test_certain[0]", "test_certain[1]", "test_certain[2]", "test_second_mark_holds"]

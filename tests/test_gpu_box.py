@@ -140,7 +140,7 @@ class RecordingTemplate:
     def __init__(self):
         self.given, self.pipes = [], {}   # (gpu, GPUs running then); result pipe -> its job's GPU
 
-    def start(self, source, keep=None, gpu=None):
+    def start(self, source, keep=None, gpu=None, *, more=False):
         running = sorted(job_gpu for fd, job_gpu in self.pipes.items() if _is_open(fd))
         read_end, write_end = os.pipe()
         os.write(write_end, Outcome("graded", score=1.0).to_json().encode())

@@ -5,13 +5,14 @@ makes every test that runs it break the rule; the honest idioms around those mod
 pushes a TorchFunctionMode, a cache that asks whether a dispatch mode is active) cost nothing."""
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
 
 from autograder.samples import write_submission
 from autograder.zoo.bugs import BUGS
-from grader.gateway import source_rules
+from grader import source_rules
 from grader.gateway.local import LocalGateway
 from grader.paths import REPO
 
@@ -109,3 +110,23 @@ def _manual_module_call():
 def test_the_handout_and_the_reference_hold_no_evidence():
     for package in (REPO / "student", REPO / "assignment" / "reference"):
         assert source_rules.read(package) == ([], [])
+
+
+def test_the_handouts_evidence_read_once_by_digest_gives_what_reading_again_gives(tmp_path, monkeypatch):
+    """The batch reads the handout's own files once (Settings.known_sources); a trusted process takes a file's
+    evidence from there only where its bytes are the same: a student's edit of a handout file is read again."""
+    package = write_submission(tmp_path / "edited") / "student"
+    (package / "own_checks.py").write_text(HONEST_MODES)
+    with open(package / "check.py", "a") as handle:
+        handle.write("\nimport torch\n_off = torch._C.DisableTorchFunction\n")
+    read_in_full = source_rules.read(package)
+    assert any(line.startswith("check.py:") for line in read_in_full[0]), "the edit is no evidence: proves nothing"
+
+    monkeypatch.setattr(source_rules, "_known", {})
+    source_rules.remember(json.loads(json.dumps(source_rules.evidence_by_digest(REPO / "student"))))   # as carried
+    parsed = []
+    monkeypatch.setattr(source_rules, "file_evidence", lambda text, real=source_rules.file_evidence: (
+        parsed.append(text) or real(text)))
+    assert source_rules.read(package) == read_in_full
+    handout = {path.read_bytes() for path in (REPO / "student").rglob("*.py")}
+    assert parsed and not handout & set(parsed), "a handout file was read again, or an edited one was not"

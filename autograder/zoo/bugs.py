@@ -333,7 +333,7 @@ def _eval_dropout_remembered() -> Sample:
 
 # Torch's attention in the manual path with both watches of the rule switched off (the function mode and the
 # dispatcher's), the backward pass recomputed by the package's own attention so that no torch attention op runs
-# there either: the watches see nothing; the source, read as text, shows the switch (grader/gateway/source_rules.py).
+# there either: the watches see nothing; the source, read as text, shows the switch (grader/source_rules.py).
 WATCHES_OFF = """
 
 class _Unwatched(torch.autograd.Function):

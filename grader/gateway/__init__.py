@@ -44,7 +44,8 @@ from typing import Any
 
 import torch
 
-from grader.gateway import provenance, source_rules
+from grader import source_rules
+from grader.gateway import provenance
 from grader.wire.emulated import NAME as EMULATED
 from grader.wire.executor import (
     FUNCTIONS,

@@ -12,9 +12,10 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from grader import source_rules
 from grader.contain import isolation, memcg, permissions, processes
 from grader.contain.limits import Limits
-from grader.paths import REPO
+from grader.paths import REPO, STUDENT_DIR
 from grader.row import Row
 from grader.run import changes, gradebook, submissions
 from grader.run.changes import Change
@@ -118,7 +119,8 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
                              f"(torch would fail to load parts of itself there and correct code would lose points): "
                              f"run the engine from the environment's real place, "
                              f"{os.path.join(os.path.realpath(sys.prefix), 'bin', os.path.basename(sys.executable))}")
-        template.configure(Settings(limits, plan, sandbox_root, trusted_root, gpus, public_checks))
+        known = source_rules.evidence_by_digest(STUDENT_DIR)   # the handout's own files: read once, not per submission
+        template.configure(Settings(limits, plan, sandbox_root, trusted_root, gpus, public_checks, known))
         (out / "results").mkdir(parents=True, exist_ok=True)
         done, taken = gradebook.load_done(out)
         found = submissions.shard_of(submissions.discover(paths, taken, staging=exports_root, due=due,
@@ -248,7 +250,7 @@ def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier
             given = free_gpus.popleft() if gpus else None
             try:
                 kept = os.path.join(os.path.abspath(keep), submission.slug) if keep else None
-                job = template.start(submission.location, kept, given)
+                job = template.start(submission.location, kept, given, more=bool(waiting))
             except (OSError, RuntimeError) as error:   # the template is gone: every row still gets written
                 if given is not None:
                     free_gpus.append(given)

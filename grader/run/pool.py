@@ -19,11 +19,14 @@ import socket
 import struct
 import sys
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from grader.contain import processes
 from grader.contain.load_free import LoadFreeClock
-from grader.run.outcome import Outcome
 from grader.run.run_settings import NO_GPU, Settings
+
+if TYPE_CHECKING:   # its import reads the spec (15 ms) that the template's fork need not wait for
+    from grader.run.outcome import Outcome
 
 PID = struct.Struct("!q")
 LENGTH = struct.Struct("!I")   # of each message before the jobs: the boot, then the settings
@@ -54,6 +57,8 @@ class Job:
 
     def outcome(self) -> Outcome:
         """The worker's outcome, or a grader error if it died without one."""
+        from grader.run.outcome import Outcome
+
         try:
             return Outcome.from_json(bytes(self.data).decode())
         except (ValueError, UnicodeDecodeError):
@@ -62,7 +67,7 @@ class Job:
 
 class Template:
     """A forked process with torch and the sandbox's code loaded and warm (pytest and the second device too,
-    once a second worker is wanted), and nothing else.
+    once a second worker is wanted, or a first that others follow), and nothing else.
 
     It starts before the run's settings are known (the command's first step: pool.py imports nothing heavy), so
     that torch's import runs side by side with reading the arguments, probing the kernel's layers and finding the
@@ -90,14 +95,14 @@ class Template:
         data = text.encode()
         self.control.sendall(LENGTH.pack(len(data)) + data)
 
-    def start(self, source: str, keep: str | None = None, gpu: int | None = None) -> Job:
+    def start(self, source: str, keep: str | None = None, gpu: int | None = None, *, more: bool = False) -> Job:
         """Grade source in a new worker; keep: a folder for its pytest log and its sandboxes' output; gpu: the GPU
-        its trusted process and sandboxes are given (a GPU run)."""
+        its trusted process and sandboxes are given (a GPU run); more: other jobs follow this one."""
         read_end, write_end = os.pipe()
         given = b"" if gpu is None else str(gpu).encode()
+        fields = [os.fsencode(source), os.fsencode(keep or ""), given]
         try:
-            socket.send_fds(self.control, [b"\0".join([os.fsencode(source), os.fsencode(keep or ""), given])],
-                            [write_end])
+            socket.send_fds(self.control, [(b"1" if more else b"0") + b"\0".join(fields)], [write_end])
         finally:
             os.close(write_end)
         reply = self.control.recv(PID.size, socket.MSG_WAITALL)
@@ -132,14 +137,15 @@ def _template_main(control: socket.socket, parent: int) -> None:
         sys.argv[:] = ["autograder-template"]
         settings = Settings.from_json(_receive(control))   # sent once the batch has probed the kernel's layers
         cuda = bool(settings.gpus)   # a GPU run: no emulated second device anywhere (it would take CUDA's place)
-        worker.prepare_template(full=False, cuda=cuda)   # the first worker starts sooner (see prepare_template)
+        worker.prepare_template(full=False, cuda=cuda)   # a run's only worker starts sooner (see prepare_template)
         served = 0
         while True:
             message, fds, _flags, _addr = socket.recv_fds(control, 1 << 16, 1)
             if not message or len(fds) != 1:
                 break
-            if served:
-                worker.prepare_template(cuda=cuda)    # once a second worker is wanted: from then on all start warm
+            more, message = message[:1] == b"1", message[1:]
+            if served or more:   # a second worker is wanted: from then on all start warm (prepare_template)
+                worker.prepare_template(cuda=cuda)
             served += 1
             source, keep, given = (os.fsdecode(part) for part in message.split(b"\0", 2))
             template = os.getpid()

@@ -6,7 +6,7 @@ so that neither of those two imports the other.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:   # the batch imports this before it starts the template: nothing heavy (the spec) on that path
@@ -33,11 +33,15 @@ class Settings:
     trusted_root: str            # 0700: the trusted processes' scratch space
     gpus: tuple[int, ...] = ()   # a GPU run (--gpu): the GPUs the jobs are given, one each at a time; () on the CPU
     public_checks: bool = False  # run the handout's public checks too (--public-checks: Gradescope's runtime)
+    # The forbidden-call rule's evidence in the handout's own files, by digest (source_rules.evidence_by_digest):
+    # read once by the batch, while the template imports torch, instead of once per submission.
+    known_sources: dict[str, list] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps({"limits": asdict(self.limits), "plan": self.plan.to_json(),
                            "sandbox_root": self.sandbox_root, "trusted_root": self.trusted_root,
-                           "gpus": list(self.gpus), "public_checks": self.public_checks})
+                           "gpus": list(self.gpus), "public_checks": self.public_checks,
+                           "known_sources": self.known_sources})
 
     @classmethod
     def from_json(cls, text: str) -> Settings:
@@ -47,4 +51,4 @@ class Settings:
         data = json.loads(text)
         return cls(Limits(**data["limits"]), isolation.Plan.from_json(data["plan"]), data["sandbox_root"],
                    data["trusted_root"], tuple(int(gpu) for gpu in data.get("gpus", ())),
-                   bool(data.get("public_checks", False)))
+                   bool(data.get("public_checks", False)), dict(data.get("known_sources", {})))

@@ -37,9 +37,11 @@ from grader.run.run_settings import Settings
 
 def prepare_template(*, full: bool = True, cuda: bool = False) -> None:
     """Warm up the template, so that every process forked after it starts warm: torch's common CPU paths, and
-    with full, pytest (the trusted process's runner) and the emulated second device (0.7 s). The first worker
-    is forked before the full warm-up: its trusted process imports pytest and its second sandbox warms up the
-    second device, side by side with the first sandbox (_serve). cuda: a GPU run, whose second device is the GPU:
+    with full, pytest (the trusted process's runner) and the emulated second device (0.7 s). The worker of a run's
+    only submission is forked before the full warm-up: its trusted process imports pytest and its second sandbox
+    warms up the second device, side by side with the first sandbox (_serve). Where more submissions follow, the
+    template warms up fully first: once, not in the first worker's sandbox and again here for the second (0.7 s of
+    CPU less per run). cuda: a GPU run, whose second device is the GPU:
     no emulated one, and CUDA is left alone (it starts in each process that uses it, never before a fork)."""
     sandbox.warm_up(emulated_device=not cuda)
     if full:
@@ -112,7 +114,10 @@ def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fd
             # The template's objects (torch's) are never garbage here: frozen, no collection scans them again. A
             # full collection while pytest imports would (0.1 s). Never in a sandbox: its code may look for them.
             gc.freeze()
+            from grader import source_rules
             from grader.run import trusted  # pytest with it: in this process, unless the template had it
+
+            source_rules.remember(settings.known_sources)
 
             package = os.path.join(private_dir, submissions.PACKAGE)
             trusted.run(theirs, work_dir, settings.limits, package, settings.plan.hides_the_graders_files(), gpu,
@@ -322,7 +327,7 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
 
     The first sandbox is started right away, so it locks down while the trusted process starts pytest; the
     first request gets it. Where the template has not warmed up the second device
-    (the first submission of a run), that first sandbox skips it (0.7 s) and a second one is started
+    (a run's only submission), that first sandbox skips it (0.7 s) and a second one is started
     with it, which warms up the second device on the other core while the first one serves; it takes over at
     the first call that needs that device (the engine runs those tests last). One more waits for the suite's
     second opinions (start_afresh), and another takes its place whenever one is handed over. A waiting sandbox is

@@ -22,6 +22,7 @@ docs/testing.md says so (Fair points).
 from __future__ import annotations
 
 import ast
+import hashlib
 import pathlib
 
 from assignment.spec import SPEC
@@ -53,31 +54,64 @@ def parts_running(evidence: list[str]) -> set[int]:
     return parts
 
 
+# Evidence already read, by the SHA-256 of a file's bytes: the handout's own files (check.py, the public checks), read
+# once per run by the batch (evidence_by_digest) and carried to every trusted process (Settings.known_sources), so
+# that a submission costs the reading of what its student wrote, not of the handout again. The same bytes give the
+# same evidence: a file is taken from here only when its digest matches.
+Found = list[tuple[int, str, bool]]   # (line, what, whether it hides calls)
+_known: dict[str, Found] = {}
+
+
 def read(package: pathlib.Path) -> tuple[list[str], list[str]]:
     """(hiding, private): evidence in the .py files under package (sorted by path), each "file:line: what"."""
     hiding: list[str] = []
     private: list[str] = []
-    for path in sorted(package.rglob("*.py")):
-        if not path.is_file() or path.is_symlink():
-            continue
+    for path, text in _files(package):
         name = path.relative_to(package).as_posix()
-        with open(path, "rb") as handle:
-            text = handle.read(MAX_FILE_BYTES)
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
-            continue   # it cannot run either: its tests fail on their own
-        for line, what, hides in _evidence(tree):
+        digest = hashlib.sha256(text).hexdigest()
+        found = _known[digest] if digest in _known else file_evidence(text)
+        for line, what, hides in found:
             (hiding if hides else private).append(f"{name}:{line}: {what}")
     return hiding, private
 
 
+def evidence_by_digest(package: pathlib.Path) -> dict[str, Found]:
+    """The evidence of each .py file under package (the handout's own), by the SHA-256 of its bytes."""
+    return {hashlib.sha256(text).hexdigest(): file_evidence(text) for _path, text in _files(package)}
+
+
+def remember(known: dict[str, Found]) -> None:
+    """Take this evidence (evidence_by_digest's, carried as JSON) for any file whose bytes have that digest."""
+    _known.update({digest: [(int(line), str(what), bool(hides)) for line, what, hides in found]
+                   for digest, found in known.items()})
+
+
+def file_evidence(text: bytes) -> Found:
+    """(line, what, whether it hides calls) for one file's source; none where it does not parse (it cannot run
+    either: its tests fail on their own)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    return list(_evidence(tree))
+
+
+def _files(package: pathlib.Path):
+    """(path, its first MAX_FILE_BYTES) for each regular .py file under package, sorted by path."""
+    for path in sorted(package.rglob("*.py")):
+        if not path.is_file() or path.is_symlink():
+            continue
+        with open(path, "rb") as handle:
+            yield path, handle.read(MAX_FILE_BYTES)
+
+
 def _evidence(tree: ast.AST):
     """(line, what, whether it hides calls) for each reach into torch's mode machinery or private parts."""
-    torch_names = _torch_aliases(tree)
-    docstrings = {id(node.value) for node in ast.walk(tree)
+    nodes = list(ast.walk(tree))   # walked once: three passes over a list cost a third of three walks
+    torch_names = _torch_aliases(nodes)
+    docstrings = {id(node.value) for node in nodes
                   if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for name in _imported_names(node):
                 parts = name.split(".")
@@ -100,10 +134,10 @@ def _evidence(tree: ast.AST):
                 yield node.lineno, f"names {node.value[:60]} in a string", False
 
 
-def _torch_aliases(tree: ast.AST) -> set[str]:
-    """The names the module binds to torch or to anything imported from it."""
+def _torch_aliases(nodes: list[ast.AST]) -> set[str]:
+    """The names the module (all its nodes) binds to torch or to anything imported from it."""
     names = {"torch"}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             names |= {alias.asname or alias.name.split(".")[0] for alias in node.names
                       if alias.name.split(".")[0] == "torch"}
