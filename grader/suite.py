@@ -8,7 +8,9 @@ engine (grader/run/trusted.py) hands pytest its own, with the sandbox gateway. E
 - grades only the parts the spec declares: a test without a part marker stops the run, a test of a part
   the spec does not declare (a part the course dropped) is deselected;
 - records one TestOutcome per test, in the suite's order, and scores them (grader/scoring.py); a test
-  begun after the gateway stopped calling (the submission's budget ran out) says that it was not run;
+  begun after the gateway stopped calling (the submission's budget ran out) says that it was not run; in the
+  engine (skips_at_collection) a test that a skipif of a plain True skips is recorded at collection, with the
+  outcome and message pytest's setup would give it;
 - applies the spec's forbidden_calls rule: with "cost", a test during which the gateway saw a forbidden
   path (a manual path calling torch's fused attention, a fused path never calling it) earns nothing, and
   its feedback says why; with "flag", the flag alone tells the instructor.
