@@ -68,7 +68,7 @@ def read(package: pathlib.Path) -> tuple[list[str], list[str]]:
     private: list[str] = []
     for path, text in _files(package):
         name = path.relative_to(package).as_posix()
-        digest = hashlib.sha256(text).hexdigest()
+        digest = _digest(text)
         found = _known[digest] if digest in _known else file_evidence(text)
         for line, what, hides in found:
             (hiding if hides else private).append(f"{name}:{line}: {what}")
@@ -77,7 +77,7 @@ def read(package: pathlib.Path) -> tuple[list[str], list[str]]:
 
 def evidence_by_digest(package: pathlib.Path) -> dict[str, Found]:
     """The evidence of each .py file under package (the handout's own), by the SHA-256 of its bytes."""
-    return {hashlib.sha256(text).hexdigest(): file_evidence(text) for _path, text in _files(package)}
+    return {_digest(text): file_evidence(text) for _path, text in _files(package)}
 
 
 def remember(known: dict[str, Found]) -> None:
@@ -94,6 +94,11 @@ def file_evidence(text: bytes) -> Found:
     except (SyntaxError, ValueError):
         return []
     return list(_evidence(tree))
+
+
+def _digest(text: bytes) -> str:
+    """The key of a file's evidence: the SHA-256 of its bytes."""
+    return hashlib.sha256(text).hexdigest()
 
 
 def _files(package: pathlib.Path):

@@ -67,7 +67,7 @@ class GradingPlugin:
         if self.skips_at_collection:
             settled = {item.nodeid: reason for item in items if (reason := _certain_skip(item)) is not None}
             for nodeid, reason in settled.items():
-                self.outcomes[nodeid] = TestOutcome(nodeid.split("::", 1)[-1], *self._marks[nodeid], "skipped", reason)
+                self.outcomes[nodeid] = self._outcome(nodeid, "skipped", reason)
             if settled:
                 config.hook.pytest_deselected(items=[item for item in items if item.nodeid in settled])
                 items[:] = [item for item in items if item.nodeid not in settled]
@@ -80,20 +80,21 @@ class GradingPlugin:
                 self._unrun[item.nodeid] = gateway.stopped
 
     def pytest_runtest_logreport(self, report):
-        marks = self._marks.get(report.nodeid)
-        if marks is None:
+        if report.nodeid not in self._marks:
             return
         for gateway in self.gateways:
             gateway.test = report.nodeid   # the fixture's gateway may have been made during this test's setup
-        part, weight = marks
-        name = report.nodeid.split("::", 1)[-1]
-        outcome = self.outcomes.setdefault(report.nodeid, TestOutcome(name, part, weight, "passed"))
+        outcome = self.outcomes.setdefault(report.nodeid, self._outcome(report.nodeid, "passed"))
         if report.skipped and report.when in ("setup", "call"):
             outcome.status, outcome.message = "skipped", _skip_reason(report)
         elif report.failed and outcome.status != "failed":
             outcome.status, outcome.message = "failed", _short_failure(report)
             if report.nodeid in self._unrun:   # whatever the test said, its student code never ran
                 outcome.message = f"not run (0 points): {self._unrun[report.nodeid]}; the points earned before are kept"
+
+    def _outcome(self, nodeid: str, status: str, message: str = "") -> TestOutcome:
+        """A collected test's outcome, named as the results name it, with its part and weight."""
+        return TestOutcome(nodeid.split("::", 1)[-1], *self._marks[nodeid], status, message)
 
     # ---------------------------------------------------------------- the result
     def forbidden(self) -> dict[str, str]:
