@@ -4,7 +4,9 @@ a message that names the function at fault, and nothing crashes on the student's
 Mistakes are planted in the reference's solution bodies (autograder.samples.edited_reference); the
 reference itself passes every public check (tests/test_core.py).
 """
+import json
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -68,20 +70,51 @@ PLANTED = {
 }
 
 
+# name -> the edits of a submission whose fix-first notes are checked (test_a_fix_first_note_names_...)
+FIX_FIRST = {
+    # Part 1 fails in a way Part 2's checks never meet (float32 arithmetic for float64 inputs) and causal_mask,
+    # which calls nothing, is built the tutorials' way (triu: True where hidden).
+    "apart": {**edited_reference("scaling.py", SCORES,
+                                 SCORES.replace("(q, k.transpose", "(q.float(), k.float().transpose")),
+              **edited_reference("masking.py", CAUSAL, CAUSAL.replace(".tril()", ".triu(diagonal=1)"))},
+    "through": edited_reference("scaling.py", SCORES, SCORES.replace(" * scale", "")),   # unscaled scores
+    "inverted": edited_reference("masking.py", CAUSAL, CAUSAL.replace(".tril()", ".triu(diagonal=1)")),
+}
+
+
+def rows_of(stdout: str) -> dict[str, str]:
+    """The table's rows, by their label (a part's number, or "-" for the student's own checks)."""
+    return {line.split()[0]: line for line in stdout.splitlines() if line[:1].isdigit() or line.startswith("- ")}
+
+
 def check_table(folder, *args) -> tuple[int, dict[str, str], str]:
     """Run `python -m student.check` in a submission folder: (exit status, row label -> row, all output)."""
     proc = subprocess.run([sys.executable, "-m", "student.check", *args], cwd=folder, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(folder)}, timeout=SAFETY_NET_S)
-    rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line[:1].isdigit() or line.startswith("- ")}
-    return proc.returncode, rows, proc.stdout + proc.stderr
+    return proc.returncode, rows_of(proc.stdout), proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory) -> dict[str, tuple[int, dict[str, str], str]]:
+    """check_table of each planted mistake and FIX_FIRST submission, by name: all of them checked by one Python
+    (tests/check_runs.py), each as its own `python -m student.check` would check it."""
+    root = tmp_path_factory.mktemp("planted")
+    folders = {name: write_submission(root / name, overrides=edited_reference(module, old, new))
+               for name, (module, old, new, _must, _must_not) in PLANTED.items()}
+    folders.update({name: write_submission(root / name, overrides=edits) for name, edits in FIX_FIRST.items()})
+    proc = subprocess.run([sys.executable, str(pathlib.Path(__file__).with_name("check_runs.py")),
+                           *map(str, folders.values())], capture_output=True, text=True, timeout=SAFETY_NET_S)
+    assert proc.returncode == 0, proc.stderr
+    runs = json.loads(proc.stdout)
+    return {name: (runs[str(folder)][0], rows_of(runs[str(folder)][1]), runs[str(folder)][1])
+            for name, folder in folders.items()}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PLANTED))
-def test_a_planted_mistake_fails_the_right_check_with_the_right_message(name, tmp_path):
-    module, old, new, must, must_not = PLANTED[name]
-    folder = write_submission(tmp_path / name, overrides=edited_reference(module, old, new))
-    code, rows, output = check_table(folder)
+def test_a_planted_mistake_fails_the_right_check_with_the_right_message(name, checked):
+    _module, _old, _new, must, must_not = PLANTED[name]
+    code, rows, output = checked[name]
     assert code == 1 and "Traceback" not in output, output
     for row, texts in must.items():
         for text in texts:
@@ -92,27 +125,18 @@ def test_a_planted_mistake_fails_the_right_check_with_the_right_message(name, tm
 
 
 @pytest.mark.slow
-def test_a_fix_first_note_names_the_earlier_function_a_failing_check_called(tmp_path):
-    # Part 1 fails in a way Part 2's checks never meet (float32 arithmetic for float64 inputs) and causal_mask,
-    # which calls nothing, is built the tutorials' way (triu: True where hidden): no note sends the student to
-    # Part 1, and the causal check names the convention.
-    folder = write_submission(tmp_path / "apart", overrides={
-        **edited_reference("scaling.py", SCORES, SCORES.replace("(q, k.transpose", "(q.float(), k.float().transpose")),
-        **edited_reference("masking.py", CAUSAL, CAUSAL.replace(".tril()", ".triu(diagonal=1)"))})
-    code, rows, output = check_table(folder)
+def test_a_fix_first_note_names_the_earlier_function_a_failing_check_called(checked):
+    # FIX_FIRST["apart"]: no note sends the student to Part 1, and the causal check names the convention.
+    code, rows, output = checked["apart"]
     assert code == 1 and "float64" in rows["1"] and "Hint: it is the inverted mask" in rows["2"], output
     assert "fix that first" not in output, output
     # Unscaled scores: Part 2's attention checks call scaled_scores and fail with it.
-    folder = write_submission(tmp_path / "through", overrides=edited_reference("scaling.py", SCORES,
-                                                                               SCORES.replace(" * scale", "")))
-    code, rows, output = check_table(folder)
+    code, rows, output = checked["through"]
     note = "Part 2's failing checks call your scaled_scores (Part 1), which fails its own checks: fix that first."
     assert note in output, output
     # An inverted causal mask: Part 5's causal checks reach it through scaled_dot_product_attention and apply_mask,
     # which pass their own checks that use no causal mask; the note names causal_mask alone.
-    folder = write_submission(tmp_path / "inverted", overrides=edited_reference(
-        "masking.py", CAUSAL, CAUSAL.replace(".tril()", ".triu(diagonal=1)")))
-    code, rows, output = check_table(folder)
+    code, rows, output = checked["inverted"]
     note = "Part 5's failing checks call your causal_mask (Part 2), which fails its own checks: fix that first."
     assert note in output, output
 
