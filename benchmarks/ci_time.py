@@ -24,10 +24,21 @@ import figures
 REPO = figures.REPO
 DOCUMENT, BLOCK = "docs/testing.md", "ci"
 SUMMARY = re.compile(r"^=+ (?P<counts>.*?) in (?P<seconds>[\d.]+)s(?: \([\d:]+\))? =+$", re.M)
+STAGE = re.compile(r"^\[\.ci/run\] (?P<stage>\w+): (?P<seconds>\d+) s since the start$", re.M)   # .ci/run's stage()
 
 
 def minutes(seconds: float) -> str:
     return f"{int(seconds // 60)} min {round(seconds % 60):d} s"
+
+
+def stages_before_tests(output: str) -> str:
+    """What the stages before the tests took, from the times .ci/run prints as each ends ("" if it printed none)."""
+    ended = {match["stage"]: int(match["seconds"]) for match in STAGE.finditer(output)}
+    if not {"install", "lint", "compile"} <= set(ended):
+        return ""
+    lint, compile_after = ended["lint"] - ended["install"], ended["compile"] - ended["lint"]
+    return (f"{ended['compile']} s: the install {ended['install']} s, the lint gates {lint} s (the bytecode compiled "
+            f"beside them), then {compile_after} s more of the compile")
 
 
 def main(argv=None) -> int:
@@ -50,6 +61,9 @@ def main(argv=None) -> int:
     summary = SUMMARY.search(output)
     tests = f"{minutes(float(summary['seconds']))}: {summary['counts']}" if summary else "no pytest summary"
     print(output[-3000:])
+    before_tests = stages_before_tests(output)
+    if before_tests:
+        print(f"ci_time: {before_tests}")
     print(f"ci_time: .ci/run from a fresh clone of {commit}: exit {proc.returncode} after {minutes(took)}; "
           f"tests {tests}")
     if args.keep:
@@ -63,6 +77,7 @@ def main(argv=None) -> int:
         text = ("| `.ci/run` from a fresh clone | wall time |\n|---|---|\n"
                 f"| all of it (install, `ruff check .`, `lint-imports`, `mypy`, the tests), commit {commit} | "
                 f"{minutes(took)} |\n"
+                f"| of it, before the tests | {before_tests or 'no stage times in the log'} |\n"
                 f"| of it, `python -m pytest -n 2` | {tests} |")
         print(f"wrote {figures.write(DOCUMENT, BLOCK, text, load)}")
     return 0
