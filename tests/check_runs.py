@@ -18,6 +18,8 @@ import traceback
 import torch
 
 NEW_PROCESS_SEED = torch.initial_seed()
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [path for path in sys.path if os.path.abspath(path or ".") != HERE]   # as `python -m` has no tests/
 
 
 def check(folder: str) -> tuple[int, str]:
