@@ -159,30 +159,30 @@ def test_recipe_set_gradescopes_per_call_timeout(recipes):
 
 SPINS = '''
     import time
-    spin_until = time.process_time() + 3.5
+    spin_until = time.process_time() + 1.5
     while q.size(-1) == 31 and time.process_time() < spin_until:   # a few calls of the suite only
         pass
 '''
 
 
 def test_the_per_call_timeout_set_for_gradescope_is_the_one_that_grades(recipes, tmp_path):
-    """Calls that compute 3.5 s: graded normally under the recipe's 30 s (the self-check's build), timeouts under the
-    same setting in Otter's form (--otter-config {"timeout": 2}), built from the same copy."""
+    """Calls that compute 1.5 s: graded normally under the recipe's 30 s (the self-check's build), timeouts under the
+    same setting in Otter's form (--otter-config {"timeout": 1}), built from the same copy."""
     copy = recipes.copy
     config = tmp_path / "otter_config.json"
-    config.write_text(json.dumps({"timeout": 2}))
+    config.write_text(json.dumps({"timeout": 1}))
     slow = write_submission(tmp_path / "slow", overrides={"scaling.py": (REPO / "assignment/reference/scaling.py")
                                                           .read_text().replace("    # BEGIN SOLUTION\n",
                                                                                "    # BEGIN SOLUTION\n" + SPINS, 1)})
     upload = shutil.make_archive(str(tmp_path / "slow"), "zip", slow)
-    built = command(copy, "build", "--out", str(tmp_path / "two-seconds"), "--otter-config", str(config))
+    built = command(copy, "build", "--out", str(tmp_path / "one-second"), "--otter-config", str(config))
     assert built.returncode == 0, built.stderr
     statuses = {}
-    builds = {"thirty-seconds": copy / "out" / "selfcheck" / "dist", "two-seconds": tmp_path / "two-seconds"}
+    builds = {"thirty-seconds": copy / "out" / "selfcheck" / "dist", "one-second": tmp_path / "one-second"}
     for name, dist in builds.items():
         run = harness.run(dist / "autograder.zip", upload, tmp_path / f"run-{name}")
         statuses[name] = run.results["extra_data"]["gradebook_row"]["status"]
-    assert statuses == {"thirty-seconds": "graded", "two-seconds": "timeout"}
+    assert statuses == {"thirty-seconds": "graded", "one-second": "timeout"}
 
 
 # --------------------------------------------------------------------------- drop Part 6
