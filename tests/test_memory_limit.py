@@ -255,17 +255,21 @@ def test_the_groups_of_a_killed_run_are_removed_by_the_next_run(tmp_path):
         assert os.path.isdir(group), "the run never made its group"
     finally:
         batch.send_signal(signal.SIGKILL)
+    # Not reaped yet: while it is a zombie its pid is taken, so a run that another test starts meanwhile leaves its
+    # group alone (remove_stale), and the run below is the one that removes it.
+    try:
+        deadline, empty_since = time.monotonic() + 30, None   # its template, worker and sandboxes follow it (parent-
+        while time.monotonic() < deadline:                    # death signals): a sandbox forked just then may join late
+            if any(_procs(root) for root, _dirs, _files in os.walk(group)):
+                empty_since = None
+            elif empty_since is None:
+                empty_since = time.monotonic()
+            elif time.monotonic() - empty_since > 1:
+                break
+            time.sleep(0.05)
+        assert os.path.isdir(group)
+    finally:
         batch.wait()
-    deadline, empty_since = time.monotonic() + 30, None   # its template, worker and sandboxes follow it (parent-
-    while time.monotonic() < deadline:                    # death signals): a sandbox forked just then may join late
-        if any(_procs(root) for root, _dirs, _files in os.walk(group)):
-            empty_since = None
-        elif empty_since is None:
-            empty_since = time.monotonic()
-        elif time.monotonic() - empty_since > 1:
-            break
-        time.sleep(0.05)
-    assert os.path.isdir(group)
     run = memcg.create_run()
     try:
         assert not os.path.exists(group)
