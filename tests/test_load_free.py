@@ -24,12 +24,14 @@ def _forked(body) -> int:
     return pid
 
 
-def _read_until_done(pid: int) -> tuple[float, float]:
-    """(the clock's reading, wall-clock seconds) when pid ends, reading it ten times a second as the engine does."""
-    clock = LoadFreeClock(pid)
+def _read_until_done(pid: int, through_readings: bool = False) -> tuple[float, float]:
+    """(the clock's reading, wall-clock seconds) when pid ends, reading it ten times a second as the engine does.
+    through_readings: the clock is given one walk's readings (processes.read_tree), as the sandbox gateway gives it,
+    rather than walking /proc itself."""
+    clock = LoadFreeClock(pid, processes.read_tree(pid).waits) if through_readings else LoadFreeClock(pid)
     reading = 0.0
     while os.waitpid(pid, os.WNOHANG) == (0, 0):
-        reading = clock.elapsed()
+        reading = clock.elapsed(processes.read_tree(pid).waits) if through_readings else clock.elapsed()
         time.sleep(0.1)
     return reading, time.monotonic() - clock.started
 
@@ -44,13 +46,14 @@ def _waits_for_a_child_that_computes():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("through_readings", [False, True], ids=["own-walks", "callers-readings"])
 @pytest.mark.parametrize("body", [_computes, _waits_for_a_child_that_computes], ids=["computing", "its-child"])
-def test_time_spent_waiting_for_a_busy_cpu_is_not_counted(body):
+def test_time_spent_waiting_for_a_busy_cpu_is_not_counted(body, through_readings):
     """Neither a process's own wait for a CPU nor its parent's wait for it: the tree is held back while any one
     process of it is (a parent that only waits for its child is not sleeping on its own account)."""
     reports_run_delay()
     with busy_cpu(0, spinners=7):
-        reading, wall = _read_until_done(_forked(body))
+        reading, wall = _read_until_done(_forked(body), through_readings)
     assert wall > 3.0, f"the load did not hold the process back ({wall:.1f} s)"
     assert reading < 1.5, (reading, wall)
 
@@ -69,3 +72,32 @@ def test_without_the_kernels_run_queue_delay_it_is_the_wall_clock(monkeypatch):
     with busy_cpu(0, spinners=7):
         reading, wall = _read_until_done(_forked(_computes))
     assert reading > 3.0 and not LoadFreeClock(os.getpid()).held, (reading, wall)
+
+
+def test_one_reading_holds_the_trees_cpu_time_and_every_members_wait():
+    """processes.read_tree, the gateway's one walk after each call: the CPU time tree_cpu_seconds gives, and a wait
+    for each process of the tree (a child's and a grandchild's too), each as run_delay_seconds reads it."""
+    reports_run_delay()
+    release_read, release_write = os.pipe()
+    ready_read, ready_write = os.pipe()
+
+    def parent_of_one():
+        def grandchild():
+            spin_cpu_seconds(0.2)
+            os.write(ready_write, b"x")
+            os.read(release_read, 1)
+        _forked(grandchild)
+        spin_cpu_seconds(0.2)
+        os.read(release_read, 1)
+
+    pid = _forked(parent_of_one)
+    try:
+        os.read(ready_read, 1)   # both have computed; they wait now, their figures standing still
+        members = processes.descendants(pid)
+        reading = processes.read_tree(pid)
+        assert len(members) >= 2 and set(reading.waits) == set(members), (members, reading.waits)
+        assert reading.waits == {member: processes.run_delay_seconds(member) for member in members}
+        assert reading.cpu == pytest.approx(processes.tree_cpu_seconds(pid), abs=0.02) and reading.cpu >= 0.3
+    finally:
+        os.write(release_write, b"xx")
+        os.waitpid(pid, 0)

@@ -8,6 +8,8 @@ stopped, and load never stops anything.
 
     clock = LoadFreeClock(pid)   # starts now, over pid and every process below it
     clock.elapsed()              # seconds since, not counting the waits for a CPU seen since the last reading
+    clock = LoadFreeClock(pid, processes.read_tree(pid).waits)   # the same, from a reading the caller has
+    clock.elapsed(processes.read_tree(pid).waits)                 # ... and one it takes for its own use too
     clock.held                   # False where the kernel reports no run-queue delay: then it is wall-clock time
     kernel_reports_waits()       # whether it does, here
 
@@ -25,11 +27,13 @@ from grader.contain import processes
 
 
 class LoadFreeClock:
-    def __init__(self, pid: int):
+    def __init__(self, pid: int, waits: dict[int, float] | None = None):
+        """waits: the tree's run-queue delays read when it last stopped running (processes.read_tree), so that the
+        clock starts without a walk of /proc of its own; None: read them now."""
         self.pid = pid
         self.started = self.read_at = time.monotonic()
         self.forgiven = 0.0
-        self.waits = self._waits()
+        self.waits = self._waits() if waits is None else dict(waits)
         self.held = bool(self.waits)
 
     def _waits(self) -> dict[int, float]:
@@ -40,10 +44,11 @@ class LoadFreeClock:
                 found[member] = wait
         return found
 
-    def elapsed(self) -> float:
+    def elapsed(self, waits: dict[int, float] | None = None) -> float:
+        """waits: the tree's run-queue delays just read by the caller (processes.read_tree); None: read them here."""
         now = time.monotonic()
         if self.held:
-            waits = self._waits()
+            waits = self._waits() if waits is None else waits
             longest = max((wait - self.waits.get(pid, 0.0) for pid, wait in waits.items()), default=0.0)
             self.forgiven += min(max(longest, 0.0), now - self.read_at)
             self.waits.update(waits)

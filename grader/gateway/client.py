@@ -116,7 +116,7 @@ class SandboxGateway(Gateway):
         self.spawner, self.limits, self.log = spawner, limits, log
         self.box: Sandbox | None = None     # the sandbox answering now (None: the next call starts one)
         self.second_warm = False             # whether the second device is warm in the current sandbox
-        self.cpu_seen = 0.0                  # the sandbox's CPU time at the end of the last exchange
+        self.seen = processes.TreeReading(0.0, {})   # the sandbox's tree at the end of the last exchange
         self.strikes: dict[str, int] = {}    # timeouts per function
         self.asked = False                   # whether any hidden call has reached a sandbox yet
 
@@ -216,21 +216,23 @@ class SandboxGateway(Gateway):
         sleeps); each less if the submission's budget of either is nearly spent."""
         cpu_cap = min(self.limits.call_timeout, self.limits.budget - self.log.student_seconds)
         wall_cap = min(self.limits.call_wall_timeout, self.limits.budget - self.log.student_wall_seconds)
-        started_cpu = self.cpu_seen
+        started = self.seen
         box = self.box
         if box is None:
             raise RuntimeError(f"{label}: no sandbox to ask")   # the grader's own mistake: _start comes first
-        clock = LoadFreeClock(box.pid)
+        # From the reading at the end of the last exchange: the sandbox has only been waiting for this one since.
+        clock = LoadFreeClock(box.pid, started.waits)
 
-        def used() -> float:
-            return processes.tree_cpu_seconds(box.pid) - started_cpu
+        def over() -> bool:
+            now = processes.read_tree(box.pid)
+            return now.cpu - started.cpu > cpu_cap or clock.elapsed(now.waits) > wall_cap
 
         try:
             if data is not None:
                 box.sock.sendall(data)
-            return box.reader.read(None, over=lambda: used() > cpu_cap or clock.elapsed() > wall_cap)
+            return box.reader.read(None, over=over)
         except protocol.TimedOut:
-            spent = used()
+            spent = processes.tree_cpu_seconds(box.pid) - started.cpu
             computing = spent > cpu_cap
             self.log.student_seconds += spent
             self._discard()
@@ -255,11 +257,11 @@ class SandboxGateway(Gateway):
         except protocol.ProtocolError as error:
             self._refuse(label, str(error))
         finally:
-            self.log.student_wall_seconds += clock.elapsed()
+            now = processes.read_tree(box.pid)   # one walk of /proc for both limits
+            self.log.student_wall_seconds += clock.elapsed(now.waits)
             if self.box is not None:   # not discarded meanwhile
-                now = processes.tree_cpu_seconds(self.box.pid)
-                self.log.student_seconds += max(0.0, now - started_cpu)
-                self.cpu_seen = now
+                self.log.student_seconds += max(0.0, now.cpu - started.cpu)
+                self.seen = now
 
     def budget_words(self) -> str:
         return (f"{self.limits.budget:g} s of CPU time, and as long of wall-clock time not spent waiting for "
@@ -268,7 +270,7 @@ class SandboxGateway(Gateway):
     def _start(self, second: bool) -> None:
         pid, sock, out_fd, self.second_warm = self.spawner.spawn(second)
         self.box = Sandbox(pid, sock, out_fd, protocol.FrameReader(sock, {out_fd: self._keep_output}))
-        self.cpu_seen = processes.tree_cpu_seconds(pid)   # what it did before we asked is not the student's
+        self.seen = processes.read_tree(pid)   # what it did before we asked is not the student's
         self.log.sandboxes += 1
         try:   # what only the engine may say comes first, before any student code runs; then the import's report
             ready = messages.decode(self._exchange("lock down", None), Locked, Broken)
