@@ -7,21 +7,30 @@ measures it), each held here as a property rather than as a time:
   at the first call that needs that device: every test that runs student code there is marked second_device
   (the engine runs those last), and the results keep the suite's order whatever order the tests ran in;
 - a test that a skipif mark of a plain True skips (the CUDA tests without a GPU) is recorded at collection, not
-  taken through pytest's setup, with the outcome and message pytest's own skipping gives it.
+  taken through pytest's setup, with the outcome and message pytest's own skipping gives it;
+- at the end, nobody waits on a poll or on the kernel taking a process's memory back: the worker hears of its
+  trusted process's exit through a descriptor (processes.exit_notice), and the batch reaps the closed template
+  beside the rest of its ending.
 """
 from __future__ import annotations
 
 import ast
+import os
+import select
 import subprocess
 import sys
+import threading
 
 import pytest
 import torch
 
+from grader.contain import processes
 from grader.contain.limits import Limits
 from grader.gateway import CallOptions, ModuleSpec, StudentError
 from grader.gateway.client import SandboxGateway, SessionLog, uses_second_device
 from grader.paths import REPO
+from grader.run import pool
+from grader.run.pool import Template
 from grader.run.trusted import SECOND_DEVICE_FIXTURE, _SecondDeviceLast
 from grader.scoring import entry_test
 from grader.suite import GradingPlugin
@@ -237,3 +246,48 @@ def test_skips_settled_at_collection_give_the_outcomes_pytest_gives(tmp_path):
     assert outcomes[True] == outcomes[False] and outcomes[True, "order"] == outcomes[False, "order"]
     assert [status for status, *_ in outcomes[True].values()].count("skipped") == 6, outcomes[True]
     assert deselected == ["test_certain[0]", "test_certain[1]", "test_certain[2]", "test_second_mark_holds"]
+
+
+def test_the_exit_notice_is_readable_once_the_child_has_exited_and_not_before():
+    release_read, release_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.read(release_read, 1)
+        os._exit(0)
+    notice = processes.exit_notice(pid)
+    try:
+        assert notice, "this kernel has pidfd_open: the worker must not fall back to polling here"
+        assert select.select(notice, [], [], 0.2)[0] == []   # still running
+        os.write(release_write, b"x")
+        assert select.select(notice, [], [], SAFETY_NET_S)[0] == notice
+    finally:
+        for fd in notice:
+            os.close(fd)
+        os.waitpid(pid, 0)
+
+
+def _state(pid: int) -> str:
+    """The process's state letter (Z: a zombie nobody has reaped), or "" once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return ""
+
+
+def test_a_closed_template_is_reaped_without_its_closer_waiting():
+    """Template.close returns once the template is killed; a thread of its own reaps it, leaving no zombie."""
+    template = Template()
+    template.close()
+    for thread in [t for t in threading.enumerate() if t.name == "reap-template"]:
+        thread.join(SAFETY_NET_S)
+    assert _state(template.pid) == "", "the closed template was left a zombie"
+
+
+def test_reaping_a_template_that_a_wait_elsewhere_took_first_raises_nothing():
+    """The reaping thread meets a child already reaped (a wait for any child elsewhere in the process) quietly."""
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    pool._reap(pid)

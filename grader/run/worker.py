@@ -334,6 +334,7 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
     locked down but runs no student code until the trusted side takes it over (messages.Go): no two sandboxes of
     a submission run student code at the same time, so none can pass another what it saw."""
     listening = [control]
+    ended = processes.exit_notice(trusted_pid)   # readable once it has exited: no poll's sleep after its last word
     next_reading = 0.0
     spares = collections.deque([boxes.spawn(control, warm_second=False)])
     if not spares[0].second_warm:
@@ -353,9 +354,9 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
                     os.kill(trusted_pid, 9)
                     os.waitpid(trusted_pid, 0)
                     return None, True
-            ready, _, _ = select.select(listening, [], [], 0.05)
-            if not ready:
-                if not listening:
+            ready, _, _ = select.select(listening + ended, [], [], 0.05)
+            if control not in ready:
+                if not listening and not ended:
                     time.sleep(0.01)
                 continue
             try:
@@ -380,3 +381,5 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
     finally:
         for spare in spares:
             spare.close_fds()
+        for fd in ended:
+            os.close(fd)
