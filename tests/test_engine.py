@@ -184,6 +184,15 @@ def test_output_is_captured_and_truncated(zoo):
     assert len(document["output"]) < 10_000          # ... and only the start was kept
 
 
+def test_a_warning_torch_raises_in_student_code_shows_the_students_line_not_the_graders_files(graded_zoo):
+    """`k.T` of a 3-D tensor makes torch warn from C++, at the innermost Python frame: the executor's watch around
+    the call. The student reads the line of their own code that did it, as in their own run."""
+    output = graded_zoo.results["bug-k.T-for-batches"]["output"]
+    printed = output.split("Your code printed ", 1)[1]
+    assert "student/scaling.py:" in printed and "return torch.matmul(q, k.T) * scale" in printed, printed[:600]
+    assert "grader/" not in printed and "executor.py" not in printed, printed[:600]
+
+
 def test_summary_png_is_a_picture(zoo):
     assert (zoo.out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

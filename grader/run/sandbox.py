@@ -16,6 +16,7 @@ import pathlib
 import socket
 import sys
 import tempfile
+import warnings
 
 import torch
 
@@ -170,6 +171,7 @@ def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan, *, 
             emulated.install()
             if warm_second:
                 warm_up_second_device()   # under the sandbox's limits, before the submission is imported
+        warnings.showwarning = _shown_at_the_students_line(submission, warnings.showwarning)
         wires = tripwires.Tripwires(submission, [home, *isolation.installation_roots()],
                                     {"executor": executor, "protocol": protocol, "messages": messages,
                                      "sandbox": _SELF})
@@ -179,6 +181,24 @@ def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan, *, 
         code = 1
     finally:
         os._exit(code)
+
+
+def _shown_at_the_students_line(submission: str, show):
+    """warnings.showwarning for the sandbox: a warning placed in the engine's own files (torch warns from C++ at the
+    innermost Python frame, which for a torch call in student code is the executor's watch) is shown at the line of
+    the student's code that made it, as it would be in the student's own run, not at a path of the grader's files.
+    One with no student frame on the stack (the engine's own) is shown without its place."""
+    root = submission.rstrip(os.sep) + os.sep
+    engine = str(REPO / "grader") + os.sep
+
+    def shown(message, category, filename, lineno, file=None, line=None):
+        if str(filename).startswith(engine) and not str(filename).startswith(root):
+            frame = sys._getframe(1)
+            while frame is not None and not frame.f_code.co_filename.startswith(root):
+                frame = frame.f_back
+            filename, lineno, line = (frame.f_code.co_filename, frame.f_lineno, None) if frame else ("<grader>", 0, "")
+        show(message, category, filename, lineno, file, line)
+    return shown
 
 
 def serve(sock, wires: tripwires.Tripwires, submission: str) -> None:
