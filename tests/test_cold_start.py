@@ -81,6 +81,26 @@ def test_the_common_grading_paths_leave_torchs_symbolic_shapes_unloaded():
     assert proc.stdout.split() == ["False", "True"]   # ours leave it out; the explicit form (defence off) loads it
 
 
+def test_the_emulated_devices_first_operation_leaves_sympy_unloaded_and_distributed_tensors_importable():
+    """Before a tensor subclass's first operation torch looks up DTensor, which imports torch.distributed.tensor and
+    sympy (half a second of the second device's warm-up, in the template and in a sandbox); the emulated device
+    answers that lookup itself (emulated._answer_the_dtensor_lookup), and the module still imports as ever."""
+    probe = (
+        "import sys, torch\n"
+        "from grader.run import sandbox\n"
+        "from grader.wire import emulated\n"
+        "sandbox.warm_up()\n"
+        "sandbox.warm_up_second_device()\n"
+        "x = torch.ones(2, 3, device=emulated.device(), requires_grad=True)\n"
+        "(x * 2).sum().backward()\n"
+        "print('sympy' in sys.modules, emulated.DTENSOR_MODULE in sys.modules)\n"
+        "from torch.distributed.tensor import DTensor\n"
+        "print(hasattr(DTensor, 'from_local'))\n")
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "False", "True"], proc.stdout
+
+
 def test_every_test_that_runs_student_code_on_the_second_device_asks_for_it():
     """The placement helpers take the device from the test: a test that uses one has the second_device fixture,
     whose name the engine runs last (a helper cannot be called without a device)."""

@@ -83,7 +83,8 @@ class Spawner:
 
     def spawn(self, second: bool = True):
         """(pid, socket, output pipe's read end, whether the second device is warm in it); second: the call it is
-        for runs on the second device (a sandbox that warms it up costs 0.7 s where the template did not)."""
+        for runs on the second device (the worker keeps one waiting for that device where the template has not warmed
+        it up)."""
         self.control.sendall(SECOND_WANTED if second else CPU_ONLY)
         message, fds, _flags, _addr = socket.recv_fds(self.control, SPAWNED.size, 2)
         if len(message) != SPAWNED.size or len(fds) != 2:

@@ -63,9 +63,9 @@ def second_device_is_warm() -> bool:
 
 
 def warm_up_second_device() -> None:
-    """The emulated device's first use loads torch's tensor-subclass machinery (about 0.7 s: torch checks each
-    subclass against its distributed tensors): once per template, or, in a sandbox forked before the template did
-    it, in the sandbox itself. (A background thread for it gained nothing: the import holds the interpreter lock.)"""
+    """The emulated device's first operations (a few milliseconds; torch's look-up of distributed tensors before a
+    tensor subclass's first operation, half a second, is answered by emulated.install): once per template, or, in
+    a sandbox forked before the template did it, in the sandbox itself."""
     if _warm["second device"]:
         return
     device = emulated.device()

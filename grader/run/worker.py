@@ -36,18 +36,17 @@ from grader.run.run_settings import Settings
 
 
 def prepare_template(*, full: bool = True, cuda: bool = False) -> None:
-    """Warm up the template, so that every process forked after it starts warm: torch's common CPU paths, and
-    with full, pytest (the trusted process's runner) and the emulated second device (0.7 s). The worker of a run's
-    only submission is forked before the full warm-up: its trusted process imports pytest and its second sandbox
-    warms up the second device, side by side with the first sandbox (_serve). Where more submissions follow, the
-    template warms up fully first: once, not in the first worker's sandbox and again here for the second (0.7 s of
-    CPU less per run). cuda: a GPU run, whose second device is the GPU:
-    no emulated one, and CUDA is left alone (it starts in each process that uses it, never before a fork)."""
+    """Warm up the template, so that every process forked after it starts warm: torch's common CPU paths and the
+    emulated second device (a few milliseconds: emulated.py answers torch's look-up of distributed tensors, which
+    took half a second), and with full, pytest (the trusted process's runner). The worker of a run's only
+    submission is forked before pytest's import: its trusted process imports it side by side with the first
+    sandbox's start. cuda: a GPU run, whose second device is the GPU: no emulated one, and CUDA is left alone (it
+    starts in each process that uses it, never before a fork)."""
     sandbox.warm_up(emulated_device=not cuda)
+    if not cuda:
+        sandbox.warm_up_second_device()
     if full:
         from grader.run import trusted  # noqa: F401 - the trusted process's code, pytest with it
-        if not cuda:
-            sandbox.warm_up_second_device()
 
 
 KEPT = ("pytest.log", "sandbox-output.txt")   # what the trusted process leaves in its folder, for --keep
@@ -326,10 +325,10 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
     engine bug: the student's code is stopped at its budget); (its exit status, whether we killed it).
 
     The first sandbox is started right away, so it locks down while the trusted process starts pytest; the
-    first request gets it. Where the template has not warmed up the second device
-    (a run's only submission), that first sandbox skips it (0.7 s) and a second one is started
-    with it, which warms up the second device on the other core while the first one serves; it takes over at
-    the first call that needs that device (the engine runs those tests last). One more waits for the suite's
+    first request gets it. Where the template has not warmed up the second device (a GPU run: its boxes warm
+    nothing, the GPU starts in the first that uses it), that first sandbox is one for the CPU and a second one is
+    started for the second device; it takes over at the first call that needs that device (the engine runs those
+    tests last). One more waits for the suite's
     second opinions (start_afresh), and another takes its place whenever one is handed over. A waiting sandbox is
     locked down but runs no student code until the trusted side takes it over (messages.Go): no two sandboxes of
     a submission run student code at the same time, so none can pass another what it saw."""

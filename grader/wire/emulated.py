@@ -32,6 +32,9 @@ tests/test_emulated_fidelity.py holds it to the CPU's values, operator by operat
 """
 from __future__ import annotations
 
+import sys
+import types
+
 import torch
 from torch.utils._pytree import tree_flatten, tree_map
 from torch.utils.backend_registration import _DummyBackendModule, _setup_privateuseone_for_python_backend
@@ -232,6 +235,30 @@ def install() -> None:
     fallback.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
     torch.Generator = Generator   # type: ignore[misc]  # the device's generators, every other one still an instance
     _state.update(installed=True, library=library, fallback=fallback)   # the libraries must outlive this call
+    _answer_the_dtensor_lookup()
+
+
+# torch's module of distributed tensors, which its dispatcher looks up before a tensor subclass's first operation.
+DTENSOR_MODULE = "torch.distributed.tensor"
+
+
+def _answer_the_dtensor_lookup() -> None:
+    """Before the first operation on any tensor subclass, torch's C++ dispatcher looks up DTensor (to give
+    distributed tensors a fast path) and keeps what it found for the process's life: that import loads
+    torch.distributed.tensor and with it sympy, half a second of CPU in every process that first uses this device
+    (a sandbox warming it up, the template). Where nothing has imported that module yet, the lookup is answered
+    here with a class no tensor is, and the module is left importable as ever. A DTensor needs a process group,
+    which no sandbox can start (no network), so no graded code can miss the fast path."""
+    if DTENSOR_MODULE in sys.modules:
+        return
+    stand_in = types.ModuleType(DTENSOR_MODULE)
+    stand_in.DTensor = type("NotADTensor", (), {})   # type: ignore[attr-defined]
+    sys.modules[DTENSOR_MODULE] = stand_in
+    try:
+        EmulatedTensor(torch.zeros(1)).neg()   # a subclass's first operation: the dispatcher's one lookup
+    finally:
+        if sys.modules.get(DTENSOR_MODULE) is stand_in:
+            del sys.modules[DTENSOR_MODULE]
 
 
 def to_plain(tensor: torch.Tensor) -> torch.Tensor:
