@@ -247,8 +247,9 @@ def _answer_the_dtensor_lookup() -> None:
     distributed tensors a fast path) and keeps what it found for the process's life: that import loads
     torch.distributed.tensor and with it sympy, half a second of CPU in every process that first uses this device
     (a sandbox warming it up, the template). Where nothing has imported that module yet, the lookup is answered
-    here with a class no tensor is, and the module is left importable as ever. A DTensor needs a process group,
-    which no sandbox can start (no network), so no graded code can miss the fast path."""
+    here with a class no tensor is, and the module is left importable as ever. What that changes: a DTensor made
+    later in the process would miss its fast path (and its operations would fail); a DTensor needs a process group
+    and a device mesh, which attention code has no use for and a sandbox has no network to start."""
     if DTENSOR_MODULE in sys.modules:
         return
     stand_in = types.ModuleType(DTENSOR_MODULE)
