@@ -61,6 +61,13 @@ def test_gradients_through_one_scalar_refuse_a_grad_output_of_another_shape():
         vector_jacobian([x * 2], [torch.ones(2, 1)], [x])   # a product would have broadcast it
 
 
+def _printed_by(probe: str) -> list[str]:
+    """The words a fresh Python prints running probe in the repository (it must exit 0)."""
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
 def test_the_common_grading_paths_leave_torchs_symbolic_shapes_unloaded():
     """torch.autograd.grad with explicit grad_outputs and torch.broadcast_shapes import sympy (a fifth of a
     second in every grading process); the engine's warm-up, gradients and the suite's shape helper do not."""
@@ -76,9 +83,7 @@ def test_the_common_grading_paths_leave_torchs_symbolic_shapes_unloaded():
         "print('sympy' in sys.modules)\n"
         "torch.autograd.grad([x * 2], [x], [torch.ones(2, 3)])\n"
         "print('sympy' in sys.modules)\n")
-    proc = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["False", "True"]   # ours leave it out; the explicit form (defence off) loads it
+    assert _printed_by(probe) == ["False", "True"]   # ours leave it out; the explicit form (defence off) loads it
 
 
 def test_the_emulated_devices_first_operation_leaves_sympy_unloaded_and_distributed_tensors_importable():
@@ -96,9 +101,7 @@ def test_the_emulated_devices_first_operation_leaves_sympy_unloaded_and_distribu
         "print('sympy' in sys.modules, emulated.DTENSOR_MODULE in sys.modules)\n"
         "from torch.distributed.tensor import DTensor\n"
         "print(hasattr(DTensor, 'from_local'))\n")
-    proc = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=SAFETY_NET_S)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["False", "False", "True"], proc.stdout
+    assert _printed_by(probe) == ["False", "False", "True"]
 
 
 def test_every_test_that_runs_student_code_on_the_second_device_asks_for_it():
