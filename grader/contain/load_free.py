@@ -8,8 +8,8 @@ stopped, and load never stops anything.
 
     clock = LoadFreeClock(pid)   # starts now, over pid and every process below it
     clock.elapsed()              # seconds since, not counting the waits for a CPU seen since the last reading
-    clock = LoadFreeClock(pid, processes.read_tree(pid).waits)   # the same, from a reading the caller has
-    clock.elapsed(processes.read_tree(pid).waits)                 # ... and one it takes for its own use too
+    clock = LoadFreeClock(pid, reading.waits)   # the same, from a reading the caller took (processes.read_tree),
+    clock.elapsed(later.waits)                  # ... which also holds the tree's CPU time: one walk of /proc for both
     clock.held                   # False where the kernel reports no run-queue delay: then it is wall-clock time
     kernel_reports_waits()       # whether it does, here
 

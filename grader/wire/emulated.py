@@ -219,7 +219,8 @@ def like_a_gpu():
 
 def install() -> None:
     """Register the device, once per process: torch's PrivateUse1 backend renamed NAME, with the kernels that
-    operations reach without a tensor of ours to dispatch on (factories, the copy of torch.tensor(...))."""
+    operations reach without a tensor of ours to dispatch on (factories, the copy of torch.tensor(...)); and answer
+    torch's look-up of distributed tensors before its first operation (_answer_the_dtensor_lookup)."""
     if _state["installed"]:
         return
     if torch._C._get_privateuse1_backend_name() != NAME:
