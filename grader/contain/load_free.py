@@ -37,12 +37,7 @@ class LoadFreeClock:
         self.held = bool(self.waits)
 
     def _waits(self) -> dict[int, float]:
-        found = {}
-        for member in processes.descendants(self.pid):
-            wait = processes.run_delay_seconds(member)
-            if wait is not None:
-                found[member] = wait
-        return found
+        return processes.run_delays(processes.descendants(self.pid))
 
     def elapsed(self, waits: dict[int, float] | None = None) -> float:
         """waits: the tree's run-queue delays just read by the caller (processes.read_tree); None: read them here."""
