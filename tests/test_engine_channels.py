@@ -215,3 +215,38 @@ def test_a_file_opened_by_the_library_is_not_the_students_escape_attempt(tmp_pat
                          timeout=SAFETY_NET_S,
                          cwd=REPO).stdout.splitlines()
     assert out == ["library: []", "student: ['escape attempt: open /etc/hostname']"]
+
+
+def _tripwire_probe(tmp_path, body: str) -> list[str]:
+    """What a sandbox's tripwires (over this test module's own functions, as the engine's) print after body ran."""
+    student = tmp_path / "student"
+    student.mkdir(exist_ok=True)
+    probe = ("import sys, types, torch\n"
+             "from grader.contain.tripwires import Tripwires\n"
+             "engine = types.ModuleType('grader.fake_engine')\n"
+             "exec('def answer(x):\\n    return x\\ndef other(x):\\n    return -x\\n', vars(engine))\n"
+             f"wires = Tripwires({str(student)!r}, [], {{'engine': engine}}); wires.install()\n" + body)
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                          timeout=SAFETY_NET_S, cwd=REPO).stdout.splitlines()
+
+
+def test_a_function_replaced_or_its_code_swapped_is_noted_whoever_swapped_it(tmp_path):
+    """A replaced function shows in the drain's fingerprint; a code swapped in place keeps the function's identity
+    and is the audit hook's to see, also when the swap comes from code the student exec'd (not the student's
+    frame)."""
+    out = _tripwire_probe(tmp_path, "print(wires.drain())\n"
+                                    "exec('engine.answer.__code__ = engine.other.__code__')\n"
+                                    "print(wires.drain())\n"
+                                    "engine.other = lambda x: x\n"
+                                    "print(wires.drain())\n")
+    assert out == ["[]", "['tampering: set answer.__code__']", "['tampering: engine.other was replaced']"]
+
+
+def test_a_drain_raises_no_audit_event_of_its_own(tmp_path):
+    """The drain after every call reads identities only: reading a function's __code__ raises an audit event, and
+    every event calls the hook (a fifth of the sandbox's time per call went there)."""
+    out = _tripwire_probe(tmp_path, "events = []\n"
+                                    "sys.addaudithook(lambda event, args: events.append(event))\n"
+                                    "wires.drain(); events.clear(); wires.drain()\n"
+                                    "print(events)\n")
+    assert out == ["[]"]

@@ -49,8 +49,8 @@ class Tripwires:
     def drain(self) -> list[str]:
         """The notes since the last drain, with any tampering found now."""
         now = self._fingerprint()
-        for name, identity in self.fingerprint.items():
-            if now.get(name) != identity:
+        for name, held in self.fingerprint.items():
+            if now.get(name) is not held:
                 self._note(f"tampering: {name} was replaced")
         self.fingerprint = now
         notes, self.notes = self.notes, []
@@ -60,15 +60,18 @@ class Tripwires:
         if len(self.notes) < LIMIT and text not in self.notes:
             self.notes.append(text)
 
-    def _fingerprint(self) -> dict[str, int]:
-        found = {}
+    def _fingerprint(self) -> dict[str, object]:
+        """Each watched function and each of the engine's, held: one put in another's place is not the one held.
+        (One whose code is swapped in place stays the same object: the audit hook sees that swap.) Neither id()
+        nor reading a function's __code__: each raises an audit event, and the hook ran for every function at every
+        drain, a fifth of the sandbox's time per call."""
+        found: dict[str, object] = {}
         for owner, names in WATCHED.items():
             target = _resolve(owner)
             for name in names:
-                found[f"{owner}.{name}"] = id(getattr(target, name, None))
+                found[f"{owner}.{name}"] = getattr(target, name, None)
         for key, module, name in self.engine:
-            value = getattr(module, name, None)
-            found[key] = id(getattr(value, "__code__", value))
+            found[key] = getattr(module, name, None)
         return found
 
     def _hook(self, event: str, args: tuple) -> None:
@@ -94,7 +97,9 @@ class Tripwires:
             self._note(f"escape attempt ({ESCAPE_EVENTS[event]}): {event} {detail}")
         elif event in SNOOP_EVENTS:
             self._note(f"snooping: {event}")
-        elif event == "object.__setattr__" and args and self._student_did_it():
+        elif event == "object.__setattr__" and args and (args[1] == "__code__" or self._student_did_it()):
+            # A function's code swapped in place is tampering whoever's frame did it (code the student exec'd, a
+            # helper): neither torch nor the engine ever does it.
             owner = getattr(args[0], "__module__", "") or getattr(args[0], "__name__", "")
             if isinstance(owner, str) and owner.split(".")[0] in ("torch", "numpy", "grader"):
                 self._note(f"tampering: set {getattr(args[0], '__qualname__', type(args[0]).__name__)}.{args[1]}")
