@@ -37,7 +37,7 @@ from grader.suite import GradingPlugin
 from grader.wire import messages
 from grader.wire.executor import vector_jacobian
 from tests.fake_sandbox import FakeSpawner
-from tests.patience import SAFETY_NET_S
+from tests.patience import SAFETY_NET_S, process_state
 
 PLACEMENT_HELPERS = {"call_placed", "check_placement", "run_module_placed"}
 
@@ -289,22 +289,13 @@ def test_the_exit_notice_is_readable_once_the_child_has_exited_and_not_before():
         os.waitpid(pid, 0)
 
 
-def _state(pid: int) -> str:
-    """The process's state letter (Z: a zombie nobody has reaped), or "" once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return ""
-
-
 def test_a_closed_template_is_reaped_without_its_closer_waiting():
     """Template.close returns once the template is killed; a thread of its own reaps it, leaving no zombie."""
     template = Template()
     template.close()
     for thread in [t for t in threading.enumerate() if t.name == "reap-template"]:
         thread.join(SAFETY_NET_S)
-    assert _state(template.pid) == "", "the closed template was left a zombie"
+    assert process_state(template.pid) == "", "the closed template was left a zombie"
 
 
 def test_reaping_a_template_that_a_wait_elsewhere_took_first_raises_nothing():

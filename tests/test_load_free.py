@@ -10,6 +10,7 @@ from grader.contain import processes
 from grader.contain.load_free import LoadFreeClock
 from tests.busy_machine import busy_cpu, reports_run_delay
 from tests.fake_sandbox import spin_cpu_seconds
+from tests.patience import wait_until_asleep
 
 
 def _forked(body) -> int:
@@ -88,12 +89,15 @@ def test_one_reading_holds_the_trees_cpu_time_and_every_members_wait():
             os.read(release_read, 1)
         _forked(grandchild)
         spin_cpu_seconds(0.2)
+        os.write(ready_write, b"x")
         os.read(release_read, 1)
 
     pid = _forked(parent_of_one)
     try:
-        os.read(ready_read, 1)   # both have computed; they wait now, their figures standing still
+        for _ in range(2):   # both have computed (either may finish first on a busy machine) ...
+            os.read(ready_read, 1)
         members = processes.descendants(pid)
+        wait_until_asleep(members)   # ... and wait now, their figures standing still
         reading = processes.read_tree(pid)
         assert len(members) >= 2 and set(reading.waits) == set(members), (members, reading.waits)
         assert reading.waits == {member: processes.run_delay_seconds(member) for member in members}
