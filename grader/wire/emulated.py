@@ -36,7 +36,7 @@ import sys
 import types
 
 import torch
-from torch.utils._pytree import tree_flatten, tree_map
+from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 from torch.utils.backend_registration import _DummyBackendModule, _setup_privateuseone_for_python_backend
 
 NAME = "emulated"
@@ -96,26 +96,29 @@ def _is_here(value) -> bool:
 
 
 def _run(func, args, kwargs):
-    """One operation: check the devices as CUDA does, run it on the CPU, put the results on this device."""
+    """One operation: check the devices as CUDA does, run it on the CPU, put the results on this device. (Its
+    arguments are walked once: every operation of a second-device test comes here.)"""
     name = func.__name__.split(".")[0] if hasattr(func, "__name__") else str(func)
-    flat, _ = tree_flatten((args, kwargs))
+    target = kwargs.get("device")
+    if target is not None and _is_here(target):
+        kwargs = {**kwargs, "device": torch.device("cpu")}
+    flat, spec = tree_flatten((args, kwargs))
     here = any(isinstance(value, EmulatedTensor) for value in flat)
     if here and name not in CROSS_DEVICE and any(
             isinstance(value, torch.Tensor) and not isinstance(value, EmulatedTensor) and value.dim() > 0
             and value.device.type == "cpu" for value in flat):
         raise RuntimeError(MIXED.format(device=device(), op=name))
-    target = kwargs.get("device")
     to_here = _is_here(target) if target is not None else here
-    if target is not None and _is_here(target):
-        kwargs = {**kwargs, "device": torch.device("cpu")}
-    plain_args, plain_kwargs = tree_map(_unwrap, (args, kwargs))
+    plain_args, plain_kwargs = tree_unflatten([_unwrap(value) for value in flat], spec)
     result = func(*plain_args, **plain_kwargs)
     out = kwargs.get("out")
     if out is not None:   # an out= variant returns the tensors it was given
         return out
     if name.endswith("_") and args and isinstance(args[0], EmulatedTensor):   # in place: the same tensor
         return args[0]
-    return tree_map(_wrap, result) if to_here else result
+    if not to_here:
+        return result
+    return EmulatedTensor(result) if type(result) is torch.Tensor else tree_map(_wrap, result)
 
 
 def _unwrap(value):
