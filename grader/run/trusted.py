@@ -63,8 +63,8 @@ def run(control, work_dir: str, limits: Limits, package: str, hidden_files: bool
         os.dup2(log_fd, 2)
         os.chdir(work_dir)   # anything pytest writes stays in this private folder
         apply_trusted_limits(limits, limits.budget + TRUSTED_SECONDS)
-        atomic_write(os.path.join(work_dir, "result.json"),
-                     grade(control, limits, package, hidden_files, gpu, public_checks).to_json())
+        atomic_write(os.path.join(work_dir, "result.json"),   # read by the worker at once, then deleted
+                     grade(control, limits, package, hidden_files, gpu, public_checks).to_json(), durable=False)
     except BaseException as error:  # noqa: BLE001 - reported to the worker as a grader error
         code = 1
         print(f"grader error: {type(error).__name__}: {error}", flush=True)
