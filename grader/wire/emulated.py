@@ -185,10 +185,11 @@ class Generator(torch._C.Generator, metaclass=_AnyGenerator):
         return torch.device(NAME, 0) if self._here else super().device
 
 
-class _LikeAGpu(torch.overrides.TorchFunctionMode):
+class LikeAGpu(torch.overrides.TorchFunctionMode):
     """What this device needs beyond its kernels to take what a GPU takes: F.scaled_dot_product_attention as the
     CPU's default backend takes it (an attn_mask with is_causal=True means both, folded into one mask here, not
-    an error), and pinned memory as ordinary memory."""
+    an error), and pinned memory as ordinary memory. A mode that also watches the calls subclasses it and
+    overrides call (one mode, not two: every torch function a student calls passes through each mode)."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
@@ -201,6 +202,10 @@ class _LikeAGpu(torch.overrides.TorchFunctionMode):
             return False
         elif kwargs.get("pin_memory"):
             kwargs["pin_memory"] = False
+        return self.call(func, name, args, kwargs)
+
+    def call(self, func, name: str, args, kwargs):
+        """func(*args, **kwargs), as this device takes it (name: func's name)."""
         return func(*args, **kwargs)
 
 
@@ -216,8 +221,8 @@ def _folded(args, kwargs):
 
 
 def like_a_gpu():
-    """A context in which this device takes what a GPU takes (see _LikeAGpu and the module's docstring)."""
-    return _LikeAGpu()
+    """A context in which this device takes what a GPU takes (see LikeAGpu and the module's docstring)."""
+    return LikeAGpu()
 
 
 def install() -> None:

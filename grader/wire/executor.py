@@ -111,19 +111,19 @@ class ExecutedModule:
     attention_calls: list[str] = field(default_factory=list)
 
 
-class _AttentionWatch(torch.overrides.TorchFunctionMode):
+class _AttentionWatch(emulated.LikeAGpu):
     """Notes every call of torch's attention functions made through torch's Python API; changes nothing, except
-    that with a mark, what F.scaled_dot_product_attention returns is multiplied by it."""
+    that with a mark, what F.scaled_dot_product_attention returns is multiplied by it (and what the emulated
+    device needs to take what a GPU takes: emulated.LikeAGpu)."""
 
     def __init__(self, seen: list[str], mark: float | None = None):
         super().__init__()
         self.seen, self.mark = seen, mark
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        name = getattr(func, "__name__", "")
+    def call(self, func, name: str, args, kwargs):
         if name in ATTENTION_FUNCTIONS and name not in self.seen:
             self.seen.append(name)
-        result = func(*args, **(kwargs or {}))
+        result = func(*args, **kwargs)
         if self.mark is not None and name == "scaled_dot_product_attention" and isinstance(result, torch.Tensor):
             return result * self.mark
         return result
@@ -151,8 +151,8 @@ class _KernelWatch(TorchDispatchMode):
 @contextlib.contextmanager
 def watching_attention(seen: list[str], mark: float | None = None):
     """Note in `seen` the names of torch's attention functions that the code run inside calls, SDPA's output
-    multiplied by mark if one is given (and let the emulated device take what a GPU takes: emulated.like_a_gpu)."""
-    with _AttentionWatch(seen, mark), emulated.like_a_gpu(), _KernelWatch(seen):
+    multiplied by mark if one is given (and let the emulated device take what a GPU takes: emulated.LikeAGpu)."""
+    with _AttentionWatch(seen, mark), _KernelWatch(seen):
         yield
 
 
