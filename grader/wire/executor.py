@@ -141,11 +141,18 @@ class _KernelWatch(TorchDispatchMode):
         return False   # else torch wraps __torch_dispatch__ in a Dynamo guard whose first use imports Dynamo (1.5 s)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = func.__name__
-        for prefix, called in ATTENTION_KERNELS.items():
-            if name.startswith(prefix) and called not in self.seen:
-                self.seen.append(called)
+        try:
+            called = _KERNELS_SEEN[func]
+        except KeyError:   # each operator's name is matched once per process
+            called = _KERNELS_SEEN[func] = next(
+                (called for prefix, called in ATTENTION_KERNELS.items() if func.__name__.startswith(prefix)), None)
+        if called is not None and called not in self.seen:
+            self.seen.append(called)
         return func(*args, **(kwargs or {}))
+
+
+# Each operator the dispatcher has run here -> the attention function its kernel belongs to (None: none).
+_KERNELS_SEEN: dict = {}
 
 
 @contextlib.contextmanager
