@@ -289,6 +289,19 @@ def test_parameters_are_named_and_shaped_by_the_tensors_that_came_back():
         replies.module_result(ModuleReply({"q_proj.weight": (4, 4)}), None, "cpu")
 
 
+def test_a_modules_parameters_travel_as_shapes_without_their_values():
+    """The trusted side reads names and shapes only: the executor sends meta tensors, no bytes of values."""
+    student = type("Student", (), {"MultiHeadAttention": lambda embed_dim, num_heads: torch.nn.Linear(embed_dim, 3)})
+    done = executor.execute_module(student, ModuleSpec({"embed_dim": 5, "num_heads": 1}))
+    assert {name: (tuple(p.shape), p.device.type) for name, p in done.parameters.items()} == {
+        "weight": ((3, 5), "meta"), "bias": ((3,), "meta")}
+    frame = ModuleReply(done.parameters).encode()
+    (header,) = protocol.HEADER_LENGTH.unpack_from(frame, protocol.LENGTH.size)
+    assert len(frame) == protocol.LENGTH.size + protocol.HEADER_LENGTH.size + header   # no data after the header
+    assert replies.module_result(messages.decode(protocol.decode(frame[protocol.LENGTH.size:]), ModuleReply), None,
+                                 "cpu").parameters == {"weight": (3, 5), "bias": (3,)}
+
+
 def test_a_module_forward_reply_is_checked_against_its_inputs():
     forward = {"x": torch.ones(1, 2, 4), "is_causal": True}
     good = ModuleReply({}, torch.ones(1, 2, 4), ["cpu"], None, None, {"x": torch.ones(1, 2, 4)})

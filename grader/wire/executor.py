@@ -102,7 +102,7 @@ class ExecutedCall:
 
 @dataclass
 class ExecutedModule:
-    parameters: dict[str, torch.Tensor]         # named_parameters right after construction
+    parameters: dict[str, torch.Tensor]         # named_parameters right after construction, as meta tensors
     output: torch.Tensor | None = None
     devices: list[str] = field(default_factory=list)
     input_grads: dict[str, torch.Tensor | None] | None = None
@@ -215,6 +215,12 @@ def plain_result(tensor: torch.Tensor) -> torch.Tensor:
     if isinstance(tensor, emulated.EmulatedTensor):
         return emulated.EmulatedTensor(emulated.to_plain(tensor).to("cpu", copy=True).contiguous())
     return tensor.to("cpu", copy=True).contiguous()
+
+
+def shape_only(tensor: torch.Tensor) -> torch.Tensor:
+    """A meta tensor of the tensor's shape and dtype: what the trusted side reads of a module's parameters (names
+    and shapes; their values would cross the wire for nothing, eight tensors in every module call)."""
+    return torch.empty(tensor.detach().shape, dtype=tensor.dtype, device="meta")
 
 
 def _device(device: str, default_device: str | None) -> torch.device:
@@ -340,7 +346,7 @@ def execute_module(student, spec: ModuleSpec, options: CallOptions = CallOptions
     seed_random(options.seed)
     try:
         module = getattr(student, MODULE_CLASS)(**spec.init_kwargs)
-        parameters = {str(name): plain_result(p.detach()) for name, p in module.named_parameters()}
+        parameters = {str(name): shape_only(p) for name, p in module.named_parameters()}
         if forward_kwargs is None:
             return ExecutedModule(parameters=parameters)
         if state_dict is not None:
