@@ -36,7 +36,7 @@ import sys
 import types
 
 import torch
-from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
+from torch.utils._pytree import tree_map
 from torch.utils.backend_registration import _DummyBackendModule, _setup_privateuseone_for_python_backend
 
 NAME = "emulated"
@@ -97,19 +97,20 @@ def _is_here(value) -> bool:
 
 def _run(func, args, kwargs):
     """One operation: check the devices as CUDA does, run it on the CPU, put the results on this device. (Its
-    arguments are walked once: every operation of a second-device test comes here.)"""
+    arguments are walked once, by _plain: every operation of a second-device test comes here.)"""
     name = func.__name__.split(".")[0] if hasattr(func, "__name__") else str(func)
     target = kwargs.get("device")
     if target is not None and _is_here(target):
         kwargs = {**kwargs, "device": torch.device("cpu")}
-    flat, spec = tree_flatten((args, kwargs))
-    here = any(isinstance(value, EmulatedTensor) for value in flat)
+    tensors: list[torch.Tensor] = []
+    plain_args = _plain(args, tensors)
+    plain_kwargs = {key: _plain(value, tensors) for key, value in kwargs.items()}
+    here = any(isinstance(value, EmulatedTensor) for value in tensors)
     if here and name not in CROSS_DEVICE and any(
-            isinstance(value, torch.Tensor) and not isinstance(value, EmulatedTensor) and value.dim() > 0
-            and value.device.type == "cpu" for value in flat):
+            not isinstance(value, EmulatedTensor) and value.dim() > 0 and value.device.type == "cpu"
+            for value in tensors):
         raise RuntimeError(MIXED.format(device=device(), op=name))
     to_here = _is_here(target) if target is not None else here
-    plain_args, plain_kwargs = tree_unflatten([_unwrap(value) for value in flat], spec)
     result = func(*plain_args, **plain_kwargs)
     out = kwargs.get("out")
     if out is not None:   # an out= variant returns the tensors it was given
@@ -119,6 +120,18 @@ def _run(func, args, kwargs):
     if not to_here:
         return result
     return EmulatedTensor(result) if type(result) is torch.Tensor else tree_map(_wrap, result)
+
+
+def _plain(value, tensors: list):
+    """value with each tensor of this device as its CPU values, every tensor in it appended to tensors. An
+    operator's arguments nest only in lists and tuples (a schema has no other container): a walk of its own, at a
+    fraction of a general tree walk's cost."""
+    if isinstance(value, torch.Tensor):
+        tensors.append(value)
+        return _unwrap(value)
+    if type(value) is tuple or type(value) is list:
+        return type(value)(_plain(item, tensors) for item in value)
+    return value
 
 
 def _unwrap(value):
