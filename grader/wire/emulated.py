@@ -36,7 +36,6 @@ import sys
 import types
 
 import torch
-from torch.utils._pytree import tree_map
 from torch.utils.backend_registration import _DummyBackendModule, _setup_privateuseone_for_python_backend
 
 NAME = "emulated"
@@ -119,13 +118,13 @@ def _run(func, args, kwargs):
         return args[0]
     if not to_here:
         return result
-    return EmulatedTensor(result) if type(result) is torch.Tensor else tree_map(_wrap, result)
+    return _here(result)
 
 
 def _plain(value, tensors: list):
     """value with each tensor of this device as its CPU values, every tensor in it appended to tensors. An
-    operator's arguments nest only in lists and tuples (a schema has no other container): a walk of its own, at a
-    fraction of a general tree walk's cost."""
+    operator's arguments and results nest only in lists and tuples (a schema has no other container): a walk of its
+    own, at a fraction of a general tree walk's cost."""
     if isinstance(value, torch.Tensor):
         tensors.append(value)
         return _unwrap(value)
@@ -134,14 +133,17 @@ def _plain(value, tensors: list):
     return value
 
 
+def _here(value):
+    """An operator's result (see _plain) with each of its CPU tensors put on this device."""
+    if isinstance(value, torch.Tensor):
+        return value if isinstance(value, EmulatedTensor) else EmulatedTensor(value)
+    if type(value) is tuple or type(value) is list:
+        return type(value)(_here(item) for item in value)
+    return value
+
+
 def _unwrap(value):
     return value._values if isinstance(value, EmulatedTensor) else value
-
-
-def _wrap(value):
-    if isinstance(value, torch.Tensor) and not isinstance(value, EmulatedTensor):
-        return EmulatedTensor(value)
-    return value
 
 
 def _empty_strided(size, stride, *, dtype=None, layout=None, device=None, pin_memory=None):
@@ -162,8 +164,8 @@ def _fallback(op, *args, **kwargs):
     torch.tril_indices): run it on the CPU and put its results here."""
     if _is_here(kwargs.get("device")):
         kwargs = {**kwargs, "device": torch.device("cpu")}
-    plain_args, plain_kwargs = tree_map(_unwrap, (args, kwargs))
-    return tree_map(_wrap, op(*plain_args, **plain_kwargs))
+    plain_kwargs = {key: _plain(value, []) for key, value in kwargs.items()}
+    return _here(op(*_plain(args, []), **plain_kwargs))
 
 
 class _BackendModule(_DummyBackendModule):
