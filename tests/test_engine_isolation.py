@@ -216,7 +216,7 @@ def test_a_call_held_back_by_a_busy_machine_is_not_timed_out():
 def test_timed_by_the_wall_clock_the_call_held_back_by_load_would_have_failed(monkeypatch):
     """Defence off: with no run-queue delay read, the load-free clock is the wall clock, and the same call times
     out as if it slept."""
-    monkeypatch.setattr(processes, "run_delay_seconds", lambda pid: None)
+    monkeypatch.setattr(processes, "run_delay_seconds", lambda pid, files=None: None)
     error, _seconds = call_held_back_by_load()
     assert error.type_name == "Timeout" and "waiting or sleeping" in error.message
 

@@ -69,7 +69,7 @@ def test_sleeping_is_counted_however_busy_the_machine():
 @pytest.mark.slow
 def test_without_the_kernels_run_queue_delay_it_is_the_wall_clock(monkeypatch):
     """The defence switched off: the same loaded computation reads as its whole wall-clock time."""
-    monkeypatch.setattr(processes, "run_delay_seconds", lambda pid: None)
+    monkeypatch.setattr(processes, "run_delay_seconds", lambda pid, files=None: None)
     with busy_cpu(0, spinners=7):
         reading, wall = _read_until_done(_forked(_computes))
     assert reading > 3.0 and not LoadFreeClock(os.getpid()).held, (reading, wall)
@@ -102,6 +102,35 @@ def test_one_reading_holds_the_trees_cpu_time_and_every_members_wait():
         assert len(members) >= 2 and set(reading.waits) == set(members), (members, reading.waits)
         assert reading.waits == {member: processes.run_delay_seconds(member) for member in members}
         assert reading.cpu == pytest.approx(processes.tree_cpu_seconds(pid), abs=0.02) and reading.cpu >= 0.3
+        kept = processes.ProcFiles(keep=64)   # the gateway's way: through descriptors kept open, read again
+        assert processes.read_tree(pid, kept) == processes.read_tree(pid, kept) == reading and kept.kept
+        kept.close()
     finally:
         os.write(release_write, b"xx")
         os.waitpid(pid, 0)
+
+
+def test_kept_descriptors_read_the_file_afresh_and_stay_with_their_process():
+    """processes.ProcFiles: a kept /proc descriptor gives what the file says now (a computing child's CPU time
+    grows), reads as gone once its process has ended, and no more are kept than asked."""
+    release_read, release_write = os.pipe()
+
+    def computing():
+        spin_cpu_seconds(0.3)
+        os.read(release_read, 1)
+
+    pid = _forked(computing)
+    kept = processes.ProcFiles(keep=2)
+    try:
+        first = processes.cpu_seconds(pid, kept)
+        while processes.cpu_seconds(pid) < first + 0.1:
+            time.sleep(0.01)
+        assert processes.cpu_seconds(pid, kept) >= first + 0.1   # the same descriptor, the file as it is now
+        assert processes.run_delay_seconds(pid, kept) is not None or processes.run_delay_seconds(pid) is None
+        processes.descendants(pid, kept)
+        assert len(kept.kept) == 2
+    finally:
+        os.write(release_write, b"x")
+        os.waitpid(pid, 0)
+    assert processes.cpu_seconds(pid, kept) == 0.0 and f"/proc/{pid}/stat" not in kept.kept   # gone: dropped
+    kept.close()

@@ -37,6 +37,7 @@ Reply = TypeVar("Reply", messages.CallReply, messages.ModuleReply, messages.Chec
 SPAWNED = struct.Struct("!q?")   # a sandbox handed over: its pid, and whether the second device is warm in it
 SECOND_WANTED, CPU_ONLY = b"spawn:second", b"spawn:cpu"   # what a request for a sandbox says it is for
 NOTES_KEPT = 20
+PROC_FILES_KEPT = 64   # descriptors of a sandbox's /proc files kept open: four for each process, a few processes
 SECOND = emulated.NAME
 GRADED_NAMES = {*FUNCTIONS, MODULE_CLASS}
 # Why a sandbox started after hidden calls had run does not report its import in its own words: those words could
@@ -97,11 +98,13 @@ class Spawner:
 
 @dataclass
 class Sandbox:
-    """The sandbox answering now: its process (the leader of its group), its socket, and the pipe of its output."""
+    """The sandbox answering now: its process (the leader of its group), its socket, the pipe of its output, and the
+    /proc files of its process tree, read after every call through descriptors kept open (processes.ProcFiles)."""
     pid: int
     sock: socket.socket
     out_fd: int
     reader: protocol.FrameReader
+    proc: processes.ProcFiles = field(default_factory=lambda: processes.ProcFiles(keep=PROC_FILES_KEPT))
 
 
 class SandboxGateway(Gateway):
@@ -225,7 +228,7 @@ class SandboxGateway(Gateway):
         clock = LoadFreeClock(box.pid, started.waits)
 
         def over() -> bool:
-            now = processes.read_tree(box.pid)
+            now = processes.read_tree(box.pid, box.proc)
             return now.cpu - started.cpu > cpu_cap or clock.elapsed(now.waits) > wall_cap
 
         try:
@@ -233,7 +236,7 @@ class SandboxGateway(Gateway):
                 box.sock.sendall(data)
             return box.reader.read(None, over=over)
         except protocol.TimedOut:
-            spent = processes.tree_cpu_seconds(box.pid) - started.cpu
+            spent = processes.tree_cpu_seconds(box.pid, box.proc) - started.cpu
             computing = spent > cpu_cap
             self.log.student_seconds += spent
             self._discard()
@@ -258,7 +261,7 @@ class SandboxGateway(Gateway):
         except protocol.ProtocolError as error:
             self._refuse(label, str(error))
         finally:
-            now = processes.read_tree(box.pid)   # one walk of /proc for both limits
+            now = processes.read_tree(box.pid, box.proc)   # one walk of /proc for both limits
             self.log.student_wall_seconds += clock.elapsed(now.waits)
             if self.box is not None:   # not discarded meanwhile
                 self.log.student_seconds += max(0.0, now.cpu - started.cpu)
@@ -271,7 +274,7 @@ class SandboxGateway(Gateway):
     def _start(self, second: bool) -> None:
         pid, sock, out_fd, self.second_warm = self.spawner.spawn(second)
         self.box = Sandbox(pid, sock, out_fd, protocol.FrameReader(sock, {out_fd: self._keep_output}))
-        self.seen = processes.read_tree(pid)   # what it did before we asked is not the student's
+        self.seen = processes.read_tree(pid, self.box.proc)   # what it did before we asked is not the student's
         self.log.sandboxes += 1
         try:   # what only the engine may say comes first, before any student code runs; then the import's report
             ready = messages.decode(self._exchange("lock down", None), Locked, Broken)
@@ -334,6 +337,7 @@ class SandboxGateway(Gateway):
         box.reader.drain_side()
         box.sock.close()
         os.close(box.out_fd)
+        box.proc.close()
 
     def close(self) -> None:
         self._discard()
