@@ -2,7 +2,10 @@
 and `otter run` call. `python -m autograder grade` is this and then the class reports."""
 import sys
 
-from grader.run.command import main
+from grader.run import template_boot
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # First of all, before the rest of the engine loads: torch's import in the template runs beside it.
+    started = template_boot.start()
+    from grader.run.command import main
+    sys.exit(main(started=started))

@@ -68,6 +68,15 @@ def _printed_by(probe: str) -> list[str]:
     return proc.stdout.split()
 
 
+def test_the_template_can_start_before_the_command_loads_anything_else():
+    """python -m grader starts the template (torch's import, over a second) first of all: template_boot loads nothing
+    but the raw socket module and its packages (the command's own imports took 25-40 ms before the fork)."""
+    loaded = _printed_by("import sys; before = set(sys.modules); import grader.run.template_boot\n"
+                         "print(*sorted(set(sys.modules) - before))")
+    assert "grader.run.template_boot" in loaded
+    assert set(loaded) <= {"__future__", "_socket", "grader", "grader.run", "grader.run.template_boot"}, loaded
+
+
 def test_the_common_grading_paths_leave_torchs_symbolic_shapes_unloaded():
     """torch.autograd.grad with explicit grad_outputs and torch.broadcast_shapes import sympy (a fifth of a
     second in every grading process); the engine's warm-up, gradients and the suite's shape helper do not."""

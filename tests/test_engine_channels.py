@@ -75,9 +75,10 @@ def test_a_forked_copy_of_the_grader_shows_its_environment_in_proc(tmp_path):
 
 
 def test_the_template_is_a_fresh_program_with_none_of_the_graders_environment():
-    from grader.run import pool
-    assert set(pool.template_environment()) <= {"PATH", "LANG", *pool.NO_GPU, *pool.KEPT_VARIABLES}
-    assert "--out" not in pool.BOOT and "--workers" not in pool.BOOT
+    from grader.run import template_boot
+    assert set(template_boot.template_environment()) <= {"PATH", "LANG", *template_boot.NO_GPU,
+                                                         *template_boot.KEPT_VARIABLES}
+    assert "--out" not in template_boot.BOOT and "--workers" not in template_boot.BOOT
 
 
 # ---------------------------------------------------------------- 3 the engine's own failure, forged

@@ -105,8 +105,9 @@ def shard(text: str) -> tuple[int, int]:
     return int(index), int(count)
 
 
-def main(argv=None) -> int:
-    code, run, args = grade(argv)
+def main(argv=None, started: tuple[int, int] | None = None) -> int:
+    """started: the template template_boot.start() began, where the command started it first of all."""
+    code, run, args = grade(argv, started=started)
     return code if run is None else main_output(run, args.out, code)
 
 
@@ -120,14 +121,15 @@ def main_output(run, out: str, code: int) -> int:
     return code
 
 
-def grade(argv=None, arguments: argparse.ArgumentParser | None = None, read_metadata=None):
+def grade(argv=None, arguments: argparse.ArgumentParser | None = None, read_metadata=None,
+          started: tuple[int, int] | None = None):
     """(exit status, the batch's Run or None, the parsed arguments): the whole batch, results and grades.csv.
     read_metadata: how a Gradescope export's metadata is read (the instructor's command gives it; without it an
-    export is refused, saying which command reads it)."""
+    export is refused, saying which command reads it). started: the template, where the caller started it."""
     from grader.run.pool import Template
 
-    # First of all: torch's import in the template (0.8 s) runs side by side with everything before the first job.
-    template = Template()
+    # First of all: torch's import in the template (a second) runs side by side with everything before the first job.
+    template = Template(started)
     try:
         return _grade(argv, template, arguments or parser(), read_metadata)
     finally:

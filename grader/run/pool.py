@@ -13,7 +13,6 @@ takes only its own submission with it: the batch sees the result pipe close with
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import socket
@@ -25,28 +24,14 @@ from typing import TYPE_CHECKING
 
 from grader.contain import processes
 from grader.contain.load_free import LoadFreeClock
-from grader.run.run_settings import NO_GPU, Settings
+from grader.run import template_boot
+from grader.run.run_settings import Settings
 
 if TYPE_CHECKING:   # its import reads the spec (15 ms) that the template's fork need not wait for
     from grader.run.outcome import Outcome
 
 PID = struct.Struct("!q")
-LENGTH = struct.Struct("!I")   # of each message before the jobs: the boot, then the settings
-# The template's whole command line besides the interpreter: it reads the rest from its socket (argv[1]).
-BOOT = ("import json, socket, struct, sys\n"
-        "control = socket.socket(fileno=int(sys.argv[1]))\n"
-        "(size,) = struct.unpack('!I', control.recv(4, socket.MSG_WAITALL))\n"
-        "boot = json.loads(control.recv(size, socket.MSG_WAITALL))\n"
-        "sys.path[:] = boot['path']\n"
-        "from grader.run.pool import start_template\n"
-        "start_template(control, boot)\n")
-# The template's environment: nothing of the grader's but the library path, which torch may need to load.
-KEPT_VARIABLES = ("LD_LIBRARY_PATH",)
-
-
-def template_environment() -> dict[str, str]:
-    kept = {name: os.environ[name] for name in KEPT_VARIABLES if name in os.environ}
-    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", **NO_GPU, **kept}
+LENGTH = struct.Struct("!I")   # of the settings, the one message before the jobs
 
 
 @dataclass
@@ -75,20 +60,11 @@ class Template:
     that torch's import runs side by side with reading the arguments, probing the kernel's layers and finding the
     class; configure hands it the settings, before the first job. Closing it twice is harmless."""
 
-    def __init__(self):
-        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        parent = os.getpid()
-        self.pid = os.fork()
-        if self.pid == 0:
-            try:
-                self.control.close()
-                os.set_inheritable(theirs.fileno(), True)
-                os.execve(sys.executable, [sys.executable, "-c", BOOT, str(theirs.fileno())], template_environment())
-            finally:
-                os._exit(1)   # the batch notices the closed socket
-        theirs.close()
+    def __init__(self, started: tuple[int, int] | None = None):
+        """started: the template that template_boot.start() began (the command's first act); None: start it now."""
+        self.pid, control = started or template_boot.start()
+        self.control = socket.socket(fileno=control)
         self.closed = False
-        self._send(json.dumps({"path": sys.path, "parent": parent}))
 
     def configure(self, settings: Settings) -> None:
         self._send(settings.to_json())
@@ -131,9 +107,9 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, 0)
 
 
-def start_template(control: socket.socket, boot: dict) -> None:
-    """The template program's entry (BOOT), then the template's loop."""
-    _template_main(control, boot["parent"])
+def start_template(control: socket.socket, parent: int) -> None:
+    """The template program's entry (template_boot.BOOT), then the template's loop."""
+    _template_main(control, parent)
 
 
 def _template_main(control: socket.socket, parent: int) -> None:

@@ -9,15 +9,11 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
+from grader.run.template_boot import NO_GPU  # what a grading process is told of the GPUs before a job
+
 if TYPE_CHECKING:   # the batch imports this before it starts the template: nothing heavy (the spec) on that path
     from grader.contain import isolation
     from grader.contain.limits import Limits
-
-# The engine's processes run on the CPU (a sandbox opens no GPU device file): CUDA hidden from torch, so that on a
-# GPU machine torch.cuda.is_available() is simply False there, not an error of a driver it cannot reach (seen on
-# an H100). Set in the template's environment (pool.py) and again in each sandbox's (sandbox.py). In a GPU run
-# (--gpu) a job's trusted process and its sandboxes see the one GPU the job was given (gpu_environment).
-NO_GPU = {"CUDA_VISIBLE_DEVICES": ""}
 
 
 def gpu_environment(gpu: int | None) -> dict[str, str]:
