@@ -29,9 +29,13 @@ def main(argv=None) -> int:
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         print(usage(), file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
+    started = None
+    if argv[0] == "grade":   # first of all: torch's import in the template runs beside the command's loading
+        from grader.run import template_boot
+        started = template_boot.start()
     try:
         module = importlib.import_module(COMMANDS[argv[0]][0])
-        return module.main(argv[1:])
+        return module.main(argv[1:]) if started is None else module.main(argv[1:], started=started)
     except ValueError as error:
         # The spec is read as the commands' modules load (assignment.spec may fail to import): an instructor's
         # edit of assignment/assignment.toml gets what is wrong, not a traceback.

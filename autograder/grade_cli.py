@@ -33,8 +33,9 @@ def parser():
     return p
 
 
-def main(argv=None) -> int:
-    code, run, args = command.grade(argv, parser(), exports.read_metadata)
+def main(argv=None, started: tuple[int, int] | None = None) -> int:
+    """started: the template, where python -m autograder started it first of all."""
+    code, run, args = command.grade(argv, parser(), exports.read_metadata, started)
     if run is None:
         return code
     if run.shard:   # the reports are of the whole class: the run without --shard makes them
