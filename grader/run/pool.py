@@ -1,7 +1,7 @@
 """Grading processes for a batch: a clean template forks one worker per submission.
 
 The template is a new program (fork, then exec of a fresh Python with an environment and a command
-line of its own), started before the batch reads anything about the class (names, sources, earlier
+line of its own: template_boot.py), started before the batch reads anything about the class (names, sources, earlier
 scores): a worker, and every sandbox it forks, holds nothing about other students in memory, and
 nothing of the grader's environment or command line either (a forked copy of the batch would keep
 both on its stack, readable in /proc/self/environ and /proc/self/cmdline, tokens and paths among
@@ -56,9 +56,10 @@ class Template:
     """A forked process with torch and the sandbox's code loaded and warm (pytest and the second device too,
     once a second worker is wanted, or a first that others follow), and nothing else.
 
-    It starts before the run's settings are known (the command's first step: pool.py imports nothing heavy), so
-    that torch's import runs side by side with reading the arguments, probing the kernel's layers and finding the
-    class; configure hands it the settings, before the first job. Closing it twice is harmless."""
+    It starts before the run's settings are known (the command's first act, template_boot.start, before the rest
+    of the engine loads), so that torch's import runs side by side with loading the command, reading the
+    arguments, probing the kernel's layers and finding the class; configure hands it the settings, before the
+    first job. Closing it twice is harmless."""
 
     def __init__(self, started: tuple[int, int] | None = None):
         """started: the template that template_boot.start() began (the command's first act); None: start it now."""
