@@ -179,7 +179,7 @@ def test_every_documented_factory_is_catalogued_or_excused():
 
 @pytest.mark.parametrize("name", sorted(FACTORIES))
 def test_a_factory_gives_the_cpus_values_on_the_emulated_device(name):
-    with emulated.like_a_gpu():
+    with emulated.LikeAGpu():
         torch.manual_seed(11)
         expected = FACTORIES[name]("cpu")
         torch.manual_seed(11)
@@ -189,7 +189,7 @@ def test_a_factory_gives_the_cpus_values_on_the_emulated_device(name):
 
 @pytest.mark.parametrize("name", sorted(OPERATORS))
 def test_an_operator_gives_the_cpus_values_on_the_emulated_device(name):
-    with emulated.like_a_gpu():
+    with emulated.LikeAGpu():
         torch.manual_seed(3)
         expected = OPERATORS[name](_on("cpu"))
         torch.manual_seed(3)

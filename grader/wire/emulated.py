@@ -17,7 +17,7 @@ subclass's __torch_dispatch__. What a CUDA device refuses, it refuses too, with 
 Everything else works as on a GPU: factories with device=..., .to(), .item(), .tolist(), autograd,
 nn.Module.to(), dropout, and F.scaled_dot_product_attention with the CPU's semantics (torch runs a device of
 its own through SDPA's math backend, which refuses an attn_mask together with is_causal=True; the CPU's and
-CUDA's default backends accept both, so while `like_a_gpu()` is active the causal mask is folded into
+CUDA's default backends accept both, so while a `LikeAGpu` mode is active the causal mask is folded into
 attn_mask first). A result computed here comes back with its values.
 
 What a GPU backend registers beyond its kernels is here too, so correct code written for CUDA runs unchanged:
@@ -27,7 +27,7 @@ What a GPU backend registers beyond its kernels is here too, so correct code wri
 - torch.Generator(device=...) (a CPU generator that says it is here: this device's random numbers are the
   CPU's) and a device's factories drawing from it;
 - pinned memory (pin_memory=True, Tensor.pin_memory()), which only a real accelerator has: while
-  `like_a_gpu()` is active a pinned tensor is an ordinary CPU tensor, as pinning changes no value.
+  `LikeAGpu` is active a pinned tensor is an ordinary CPU tensor, as pinning changes no value.
 tests/test_emulated_fidelity.py holds it to the CPU's values, operator by operator (and CUDA to them, on a GPU).
 """
 from __future__ import annotations
@@ -233,11 +233,6 @@ def _folded(args, kwargs):
     causal = torch.ones(query.size(-2), key.size(-2), dtype=torch.bool, device=query.device).tril()
     folded = mask & causal if mask.dtype == torch.bool else mask.masked_fill(~causal, float("-inf"))
     return (), {**bound, "attn_mask": folded, "is_causal": False}
-
-
-def like_a_gpu():
-    """A context in which this device takes what a GPU takes (see LikeAGpu and the module's docstring)."""
-    return LikeAGpu()
 
 
 def install() -> None:
