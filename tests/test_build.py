@@ -1,6 +1,7 @@
 """python -m autograder build: the three artefacts in dist/, a handout without hidden material (and
 planted material is caught), an autograder.zip that installs CPU torch and carries all the grader imports."""
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -154,10 +155,10 @@ def test_autograder_zip_carries_runner_plugin_engine_and_hidden_suite(dist):
     # Of assignment/ only the resolved spec, of student/ only what the handout holds beside the stubs (public): its
     # package file, and the public checks Gradescope runs on each upload with the table of parts they import.
     checks = sorted(f"student/tests/{path.name}" for path in (REPO / "student" / "tests").glob("*.py"))
-    assert [n for n in listed if n.split("/")[0] in ("assignment", "student")] == \
+    assert [n for n in listed if n.split("/")[0] in ("assignment", "student") and "__pycache__" not in n] == \
         ["assignment/assignment.toml", "assignment/spec.py", "student/__init__.py", "student/parts.py", *checks], \
         "no reference or student code"
-    shipped = [n for n in listed if n.split("/")[0] in packaging.OUR_PACKAGES]
+    shipped = [n for n in listed if n.split("/")[0] in packaging.OUR_PACKAGES and "__pycache__" not in n]
     assert closure.missing_imports(REPO, shipped, packaging.OUR_PACKAGES) == []
 
 
@@ -188,3 +189,37 @@ def test_shipped_files_are_the_repositorys(dist, tmp_path):
         zf.extractall(tmp_path)
     for name in packaging.shipped_files():
         assert (tmp_path / name).read_bytes() == (REPO / name).read_bytes(), name
+
+
+# Imports the named modules from the unzipped source (argv[1]) and prints each file of it that Python compiled.
+COMPILED = """
+import importlib, sys
+source, compiled = sys.argv[1], []
+sys.addaudithook(lambda event, args: event == "compile" and str(args[1]).startswith(source)
+                 and compiled.append(args[1]))
+for name in sys.argv[2:]:
+    importlib.import_module(name)
+print("\\n".join(compiled))
+"""
+
+
+def test_the_zips_modules_load_as_shipped_bytecode_with_nothing_compiled(dist, tmp_path):
+    """The engine runs from the unzipped source writing no bytecode (PYTHONDONTWRITEBYTECODE): each process would
+    compile what it imports, each submission's trusted process the hidden suite again, but for the bytecode the zip
+    ships. With it nothing of ours is compiled; without it (the defence off), every module is."""
+    source = tmp_path / "source"
+    with zipfile.ZipFile(dist / build_cli.AUTOGRADER_NAME) as zf:
+        zf.extractall(source)
+    modules = [name[:-3].replace("/", ".").removesuffix(".__init__") for name in packaging.shipped_files()
+               if name.endswith(".py") and name.split("/")[0] in ("grader", "grading_tests")
+               and not name.endswith("__main__.py")]
+    def compiled() -> list[str]:
+        proc = subprocess.run([sys.executable, "-c", COMPILED, str(source), *modules], cwd=source, capture_output=True,
+                              text=True, timeout=SAFETY_NET_S,
+                              env={**os.environ, "PYTHONPATH": str(source), "PYTHONDONTWRITEBYTECODE": "1"})
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return proc.stdout.split()
+    assert compiled() == []
+    for cache in source.rglob("__pycache__"):
+        shutil.rmtree(cache)
+    assert len(compiled()) >= len(modules)
