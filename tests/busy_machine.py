@@ -8,6 +8,10 @@ import pytest
 
 from grader.contain import processes
 
+# Spinners beside the code under test on its CPU: code that computes c CPU-seconds there takes about
+# (SPINNERS + 1) x c of wall time, a wait of SPINNERS x c that the load-free clock must not count.
+SPINNERS = 5
+
 
 @contextlib.contextmanager
 def busy_cpu(cpu: int, spinners: int):

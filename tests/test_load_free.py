@@ -8,7 +8,7 @@ import pytest
 
 from grader.contain import processes
 from grader.contain.load_free import LoadFreeClock
-from tests.busy_machine import busy_cpu, reports_run_delay
+from tests.busy_machine import SPINNERS, busy_cpu, reports_run_delay
 from tests.fake_sandbox import spin_cpu_seconds
 from tests.patience import wait_until_asleep
 
@@ -37,8 +37,11 @@ def _read_until_done(pid: int, through_readings: bool = False) -> tuple[float, f
     return reading, time.monotonic() - clock.started
 
 
+COMPUTE_S = 0.3   # CPU-seconds of the process under test, on the spinners' CPU
+
+
 def _computes():
-    spin_cpu_seconds(0.6)
+    spin_cpu_seconds(COMPUTE_S)
 
 
 def _waits_for_a_child_that_computes():
@@ -53,26 +56,26 @@ def test_time_spent_waiting_for_a_busy_cpu_is_not_counted(body, through_readings
     """Neither a process's own wait for a CPU nor its parent's wait for it: the tree is held back while any one
     process of it is (a parent that only waits for its child is not sleeping on its own account)."""
     reports_run_delay()
-    with busy_cpu(0, spinners=7):
+    with busy_cpu(0, spinners=SPINNERS):
         reading, wall = _read_until_done(_forked(body), through_readings)
-    assert wall > 3.0, f"the load did not hold the process back ({wall:.1f} s)"
-    assert reading < 1.5, (reading, wall)
+    assert wall > 4 * COMPUTE_S, f"the load did not hold the process back ({wall:.1f} s)"
+    assert reading < 2.5 * COMPUTE_S, (reading, wall)
 
 
 @pytest.mark.slow
 def test_sleeping_is_counted_however_busy_the_machine():
-    with busy_cpu(0, spinners=7):
-        reading, wall = _read_until_done(_forked(lambda: time.sleep(1.5)))
-    assert reading > 1.3, (reading, wall)
+    with busy_cpu(0, spinners=SPINNERS):
+        reading, wall = _read_until_done(_forked(lambda: time.sleep(0.8)))
+    assert reading > 0.65, (reading, wall)
 
 
 @pytest.mark.slow
 def test_without_the_kernels_run_queue_delay_it_is_the_wall_clock(monkeypatch):
     """The defence switched off: the same loaded computation reads as its whole wall-clock time."""
     monkeypatch.setattr(processes, "run_delay_seconds", lambda pid, files=None: None)
-    with busy_cpu(0, spinners=7):
+    with busy_cpu(0, spinners=SPINNERS):
         reading, wall = _read_until_done(_forked(_computes))
-    assert reading > 3.0 and not LoadFreeClock(os.getpid()).held, (reading, wall)
+    assert reading > 4 * COMPUTE_S and not LoadFreeClock(os.getpid()).held, (reading, wall)
 
 
 def test_one_reading_holds_the_trees_cpu_time_and_every_members_wait():
