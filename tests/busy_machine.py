@@ -14,7 +14,7 @@ SPINNERS = 5
 
 
 @contextlib.contextmanager
-def busy_cpu(cpu: int, spinners: int):
+def busy_cpu(cpu: int, spinners: int = SPINNERS):
     """Load on one CPU: `spinners` processes that compute without end, pinned to it."""
     pids = []
     try:

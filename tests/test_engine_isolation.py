@@ -24,7 +24,7 @@ from grader.gateway import StudentError
 from grader.gateway.client import SandboxGateway, SessionLog
 from grader.paths import REPO
 from grader.wire import messages
-from tests.busy_machine import SPINNERS, busy_cpu, reports_run_delay
+from tests.busy_machine import busy_cpu, reports_run_delay
 from tests.fake_sandbox import FakeSpawner, calls_in_a_row, failing_call
 from tests.patience import SAFETY_NET_S
 
@@ -199,7 +199,7 @@ HELD_BACK = Limits(call_timeout=5.0, wall_factor=0.2)   # 5 s of CPU time, 1 s o
 
 def call_held_back_by_load() -> tuple[StudentError, float]:
     """A call that computes 0.3 CPU-seconds on a CPU shared with the spinners: about 1.8 s of wall-clock time."""
-    with busy_cpu(0, spinners=SPINNERS):
+    with busy_cpu(0):
         return timed_call("compute:0.3", HELD_BACK, cpu=0)
 
 

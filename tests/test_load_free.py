@@ -8,7 +8,7 @@ import pytest
 
 from grader.contain import processes
 from grader.contain.load_free import LoadFreeClock
-from tests.busy_machine import SPINNERS, busy_cpu, reports_run_delay
+from tests.busy_machine import busy_cpu, reports_run_delay
 from tests.fake_sandbox import spin_cpu_seconds
 from tests.patience import wait_until_asleep
 
@@ -56,7 +56,7 @@ def test_time_spent_waiting_for_a_busy_cpu_is_not_counted(body, through_readings
     """Neither a process's own wait for a CPU nor its parent's wait for it: the tree is held back while any one
     process of it is (a parent that only waits for its child is not sleeping on its own account)."""
     reports_run_delay()
-    with busy_cpu(0, spinners=SPINNERS):
+    with busy_cpu(0):
         reading, wall = _read_until_done(_forked(body), through_readings)
     assert wall > 4 * COMPUTE_S, f"the load did not hold the process back ({wall:.1f} s)"
     assert reading < 2.5 * COMPUTE_S, (reading, wall)
@@ -64,7 +64,7 @@ def test_time_spent_waiting_for_a_busy_cpu_is_not_counted(body, through_readings
 
 @pytest.mark.slow
 def test_sleeping_is_counted_however_busy_the_machine():
-    with busy_cpu(0, spinners=SPINNERS):
+    with busy_cpu(0):
         reading, wall = _read_until_done(_forked(lambda: time.sleep(0.8)))
     assert reading > 0.65, (reading, wall)
 
@@ -73,7 +73,7 @@ def test_sleeping_is_counted_however_busy_the_machine():
 def test_without_the_kernels_run_queue_delay_it_is_the_wall_clock(monkeypatch):
     """The defence switched off: the same loaded computation reads as its whole wall-clock time."""
     monkeypatch.setattr(processes, "run_delay_seconds", lambda pid, files=None: None)
-    with busy_cpu(0, spinners=SPINNERS):
+    with busy_cpu(0):
         reading, wall = _read_until_done(_forked(_computes))
     assert reading > 4 * COMPUTE_S and not LoadFreeClock(os.getpid()).held, (reading, wall)
 
