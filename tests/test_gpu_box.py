@@ -1,16 +1,19 @@
 """A box given a GPU opens exactly that GPU's driver files (grader/contain/gpu.py), proven without a GPU: on a
 stand-in tree of the files as the NVIDIA driver names them, by a child under the Landlock rules a box gets."""
+import contextlib
 import os
 import subprocess
 import sys
 
 import pytest
+import torch
 
+from autograder.samples import write_submission
 from grader.contain import gpu, isolation, kernel, processes
 from grader.contain.limits import Limits
 from grader.contain.load_free import LoadFreeClock
 from grader.paths import REPO
-from grader.run import batch, run_settings
+from grader.run import batch, run_settings, sandbox
 from grader.run.outcome import Outcome
 from grader.run.pool import Job
 from grader.run.progress import Progress
@@ -169,3 +172,16 @@ def test_each_job_of_a_gpu_run_gets_a_gpu_no_running_job_has(tmp_path):
     assert [gpu for gpu, _ in template.given[:2]] == [0, 1]
     with pytest.raises(ValueError, match="one submission per GPU at a time"):
         batch.grade_all([str(tmp_path)], tmp_path / "out", workers=3, limits=Limits(), gpus=(0, 1))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine where CUDA cannot start")
+def test_where_cuda_cannot_start_in_a_box_a_gpu_run_gives_the_graders_error_never_a_score(tmp_path):
+    """On an H200 (2026-11-28) CUDA did not start under the box's layers and the reference lost 9 points to its GPU
+    tests. Here CUDA cannot start at all, as there: the box runs no student code, and the row is the grader's error
+    (an engine failure, graded again by the next run) saying so, not a score."""
+    write_submission(tmp_path / "class" / "reference", solution=True)
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+        run = batch.grade_all([str(tmp_path / "class")], str(tmp_path / "out"), workers=1, limits=Limits(),
+                              gpus=(0,))
+    [row] = run.rows
+    assert row.status == "error" and sandbox.CUDA_DID_NOT_START in row.message, row

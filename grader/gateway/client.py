@@ -213,11 +213,12 @@ class SandboxGateway(Gateway):
         self.log.note(reply.events)
         return reply
 
-    def _exchange(self, label: str, data: bytes | None):
+    def _exchange(self, label: str, data: bytes | None, *, charged: bool = True):
         """Send data (None: just wait, for the sandbox's first word) and wait for one reply, within two limits
         measured here, neither of which load can reach: at most call_timeout CPU seconds of the sandbox, and at most
         call_wall_timeout seconds of its load-free time (wall-clock time less its waits for a CPU: code that
-        sleeps); each less if the submission's budget of either is nearly spent."""
+        sleeps); each less if the submission's budget of either is nearly spent. charged=False: the time is the
+        engine's (the box's lock-down), not added to the student's."""
         cpu_cap = min(self.limits.call_timeout, self.limits.budget - self.log.student_seconds)
         wall_cap = min(self.limits.call_wall_timeout, self.limits.budget - self.log.student_wall_seconds)
         started = self.seen
@@ -262,9 +263,11 @@ class SandboxGateway(Gateway):
             self._refuse(label, str(error))
         finally:
             now = processes.read_tree(box.pid, box.proc)   # one walk of /proc for both limits
-            self.log.student_wall_seconds += clock.elapsed(now.waits)
+            if charged:
+                self.log.student_wall_seconds += clock.elapsed(now.waits)
             if self.box is not None:   # not discarded meanwhile
-                self.log.student_seconds += max(0.0, now.cpu - started.cpu)
+                if charged:
+                    self.log.student_seconds += max(0.0, now.cpu - started.cpu)
                 self.seen = now
 
     def budget_words(self) -> str:
@@ -277,7 +280,8 @@ class SandboxGateway(Gateway):
         self.seen = processes.read_tree(pid, self.box.proc)   # what it did before we asked is not the student's
         self.log.sandboxes += 1
         try:   # what only the engine may say comes first, before any student code runs; then the import's report
-            ready = messages.decode(self._exchange("lock down", None), Locked, Broken)
+            # Until it is locked only the engine runs there (a GPU box starts CUDA): not the student's time.
+            ready = messages.decode(self._exchange("lock down", None, charged=False), Locked, Broken)
             if isinstance(ready, Locked):   # it imports the submission only now, timed as the student's
                 ready = messages.decode(self._exchange("import student", Go().encode()), Ready, Failure)
         except StudentError as error:

@@ -20,6 +20,7 @@ import warnings
 
 import torch
 
+from grader import sanitize
 from grader.contain import isolation, processes, tripwires
 from grader.paths import REPO
 from grader.run.run_settings import gpu_environment
@@ -78,6 +79,25 @@ def warm_up_second_device() -> None:
     torch.tensor([2, 3], device=device).tolist()
     # No backward here: autograd runs a device's backward in a thread of its own, which a fork cannot carry.
     _warm["second device"] = True
+
+
+# Where CUDA cannot start in a locked-down box, every GPU test would fail for a reason that is not the student's: the
+# box runs nothing, and its row is the grader's error (graded again by the next run), never a score.
+CUDA_DID_NOT_START = ("CUDA does not start in a sandbox given a GPU here; grade without --gpu (the GPU tests are then "
+                      "reported as not run) until it does")
+
+
+def start_cuda(gpu: int) -> str:
+    """Start CUDA on the box's GPU in the box's own process, locked down, before any student code runs (the template
+    it was forked from never touched CUDA): a kernel really runs. "" when it did, else what failed, in torch's words.
+    Its CPU time is the engine's: the trusted side starts counting the student's only after the box is locked."""
+    os.environ.update(gpu_environment(gpu))   # read by the driver when CUDA starts, so set before
+    try:
+        torch.cuda.init()
+        torch.ones(1, device="cuda").add_(1).item()
+    except Exception as error:  # noqa: BLE001 - whatever stops CUDA here is the machine's, not the student's
+        return sanitize.printable(f"{type(error).__name__}: {error}", limit=400)
+    return ""
 
 
 def _installation_paths() -> list[str]:
@@ -150,6 +170,9 @@ def run(sock_fd: int, out_fd: int, box: isolation.Box, plan: isolation.Plan, *, 
             isolation.lock(plan, box)
         except OSError as error:
             sock.sendall(messages.Broken(f"the sandbox could not apply {plan.line()!r}: {error}").encode())
+            return
+        if box.gpu is not None and (failure := start_cuda(box.gpu)):
+            sock.sendall(messages.Broken(f"{CUDA_DID_NOT_START} ({plan.line()}): {failure}").encode())
             return
         sock.sendall(messages.Locked().encode())   # the engine's last word: student code may write here from now on
         os.chdir(home)
