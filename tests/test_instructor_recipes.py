@@ -90,7 +90,7 @@ def recipes(tmp_path_factory) -> Recipes:
     # Show Part 1's tests at once.
     edit(copy, spec, part_table(copy, 1), part_table(copy, 1) + 'visibility = "visible"\n')
     # Set Gradescope's per-call timeout.
-    edit(copy, spec, "call_timeout = 10.0", "call_timeout = 30.0")
+    edit(copy, spec, "\n[settings]\n", "\n[settings]\ncall_timeout = 30.0\n")
     generated = command(copy, "generate")
     # Rename a graded function (it runs generate itself).
     renamed = command(copy, "rename", OLD_NAME, NEW_NAME)

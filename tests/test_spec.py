@@ -6,6 +6,7 @@ import ast
 import dataclasses
 import pathlib
 import re
+import tomllib
 
 import pytest
 
@@ -33,10 +34,11 @@ def declaration(edit) -> str:
 BROKEN = {
     "points that do not add up": (('points = 15\n', 'points = 5\n'), r"add up to 90 .*not total = 100"),
     "a misspelt key": (('uses = [2, 3, 4]\n', 'usess = [2, 3, 4]\n'), r"unknown key `usess`.*did you mean `uses`"),
-    "a misspelt setting": (("show_hidden = true", "show_hiden = true"), r"unknown setting 'show_hiden'.*show_hidden"),
-    "an ill-typed setting": (("budget = 240.0", 'budget = "4 minutes"'),
+    "a misspelt setting": (("\n[settings]\n", "\n[settings]\nshow_hiden = true\n"),
+                           r"unknown setting 'show_hiden'.*show_hidden"),
+    "an ill-typed setting": (("\n[settings]\n", '\n[settings]\nbudget = "4 minutes"\n'),
                              r"budget must be a positive number.*budget = 240"),
-    "a choice not offered": (('forbidden_calls = "cost"', 'forbidden_calls = "ignore"'),
+    "a choice not offered": (("\n[settings]\n", '\n[settings]\nforbidden_calls = "ignore"\n'),
                              r'forbidden_calls must be "cost" or "flag"'),
     "an unknown visibility": (('names = ["scaled_scores"]\n', 'names = ["scaled_scores"]\nvisibility = "soon"\n'),
                               r"visibility must be one of .*after_published"),
@@ -69,9 +71,12 @@ def test_the_checked_in_declaration_reads_back_from_what_autograder_zip_carries(
 
 
 def test_each_setting_is_declared_once_with_a_type_a_default_and_a_meaning():
+    """spec.py declares each setting; the course's file holds only what the course changed, never a default again."""
     for field in dataclasses.fields(type(SPEC.settings)):
         assert field.metadata["meaning"] and field.type, field.name
-        assert re.search(rf"^{field.name} = ", SPEC_FILE.read_text(), re.M) or field.default is None, field.name
+    written = tomllib.loads(SPEC_FILE.read_text()).get("settings", {})
+    defaults = {field.name: field.default for field in dataclasses.fields(type(SPEC.settings))}
+    assert [key for key, value in written.items() if defaults.get(key) == value] == []
 
 
 # --------------------------------------------------------------------------- everything else derives from it
