@@ -25,8 +25,9 @@ def describe_build(version: str, cuda: str | None, hip: str | None) -> str:
     if cuda is None and hip is None:
         return f"PyTorch {version}, the CPU build."
     lines = [f"PyTorch {version}, the {f'CUDA {cuda}' if cuda else f'ROCm {hip}'} build. It works, on a CPU too, but "
-             "with its GPU libraries it takes gigabytes: requirements.txt asks for the small CPU build, and pip "
-             "installs this one instead where it cannot reach download.pytorch.org.",
+             "takes gigabytes with its GPU libraries:",
+             "requirements.txt asks for the small CPU build; pip installs this one where it cannot reach "
+             "download.pytorch.org.",
              "Nothing needs to change. To switch to the CPU build anyway, from a network that reaches that site:",
              f"    pip install --force-reinstall --no-deps --index-url {CPU_INDEX} torch=={version.split('+')[0]}+cpu"]
     libraries = gpu_libraries()
