@@ -1,8 +1,10 @@
 """What an instructor can get wrong when changing the assignment, found before any grading.
 
     problems(repo_spec)                      the spec, the derived files, the reference and the hidden suite
-    student_view_problems(files, spec)       what students read (the handout's files, the student notebook)
-                                             naming a part the spec does not declare
+    student_view_problems(files, spec, origins)
+                                             what students read (the handout's files, the student notebook)
+                                             naming a part the spec does not declare, each at the line of the
+                                             file to edit (origins: a stub's lines in its reference)
 
 Each Problem names the file to fix and says what is wrong and how to mend it: points that do not add up
 (assignment/spec.py refuses the declaration), a derived file not regenerated, a graded name the reference
@@ -18,6 +20,7 @@ import ast
 import json
 import pathlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from assignment.spec import SPEC_FILE, Spec, SpecError, load
@@ -215,23 +218,31 @@ def _readable(name: str, text: str) -> list[str]:
     return text.splitlines()
 
 
-def student_view_problems(files: dict[str, str], spec: Spec) -> list[Problem]:
-    """files: name -> text of what students receive (the handout's files, the student notebook). Every line
-    that names a part the spec does not declare, and every docstring of given code (a function of a graded
-    module that no part grades, as _fused_attention once Part 6 is dropped) that still says how the grader
-    checks it."""
-    found = [*_given_code_problems(files, spec)]
+def student_view_problems(files: dict[str, str], spec: Spec,
+                          origins: dict[str, list[int]] | None = None) -> list[Problem]:
+    """files: name -> text of what students receive (the handout's files, the student notebook), each under the
+    name of the file an instructor edits to change it; origins: name -> the line of that file each line of the
+    text comes from, where the two differ (a stub's lines, from its reference). Every line that names a part the
+    spec does not declare, and every line of a docstring of given code (a function of a graded module that no
+    part grades, as _fused_attention once Part 6 is dropped) that still says how the grader checks it."""
+    def where(name: str, number: int) -> str:
+        if name.endswith(".ipynb"):   # the student notebook's lines are not the master's
+            return name
+        lines = (origins or {}).get(name)
+        return f"{name}:{lines[number - 1] if lines else number}"
+
+    found = [*_given_code_problems(files, spec, where)]
     for name, text in sorted(files.items()):
         for number, line in enumerate(_readable(name, text), start=1):
             gone = sorted(mentioned_parts(line) - set(spec.numbers))
             if gone:
                 listed = ", ".join(map(str, gone))
-                found.append(Problem(f"{name}:{number}" if not name.endswith(".ipynb") else name,
+                found.append(Problem(where(name, number),
                                      f"names Part {listed}, which the spec does not declare: {line.strip()[:100]!r}"))
     return found
 
 
-def _given_code_problems(files: dict[str, str], spec: Spec) -> list[Problem]:
+def _given_code_problems(files: dict[str, str], spec: Spec, where: Callable[[str, int], str]) -> list[Problem]:
     graded = {name for part in spec.parts for name in part.names}
     modules = {f"{module}.py" for module in spec.modules}
     found = []
@@ -242,11 +253,14 @@ def _given_code_problems(files: dict[str, str], spec: Spec) -> list[Problem]:
             tree = ast.parse(text)
         except SyntaxError:
             continue   # the reference's own problems are found elsewhere
+        lines = text.splitlines()
         for qualname, node in stubs.functions(tree):
-            docstring = ast.get_docstring(node) or ""
-            if qualname not in graded and "grader" in docstring:
-                line = next(line for line in docstring.splitlines() if "grader" in line)
-                found.append(Problem(f"{name}:{node.lineno}", f"the docstring of {qualname}, which no part grades, "
-                                                              f"says how the grader checks it: {line.strip()[:100]!r}"))
+            if qualname in graded or ast.get_docstring(node) is None:
+                continue
+            docstring = node.body[0]
+            for number in range(docstring.lineno, docstring.end_lineno + 1):   # its lines as students read them
+                if "grader" in (line := lines[number - 1]):
+                    found.append(Problem(where(name, number),
+                                         f"the docstring of {qualname}, which no part grades, says how the grader "
+                                         f"checks it: {line.strip()[:100]!r}"))
     return found
-

@@ -20,7 +20,7 @@ import xml.etree.ElementTree as ET
 import zipfile
 
 from assignment.spec import SPEC, Spec
-from autograder import consistency
+from autograder import consistency, stubs
 from autograder.stubs import GRADED_MODULES
 from grader.paths import MASTER_NOTEBOOK, REFERENCE_DIR, REPO
 
@@ -40,11 +40,20 @@ def source_of(name: str) -> str:
 
 
 def student_view(handout_zip: pathlib.Path, notebook: pathlib.Path, spec: Spec = SPEC) -> list[consistency.Problem]:
+    """What students read, each finding named in the file to edit at its line there (a stub's in its reference)."""
+    files, origins = {}, {}
     with zipfile.ZipFile(handout_zip) as zf:
-        files = {source_of(name): zf.read(name).decode("utf-8", "replace") for name in zf.namelist()
-                 if name.endswith(TEXT_SUFFIXES) and not name.endswith(".ipynb")}
+        for name in (name for name in zf.namelist() if name.endswith(TEXT_SUFFIXES) and not name.endswith(".ipynb")):
+            text, source = zf.read(name).decode("utf-8", "replace"), source_of(name)
+            if (REPO / source).parent == REFERENCE_DIR:   # a stub, made from its reference
+                reference = (REPO / source).read_text()
+                if stubs.stub_source(reference, spec) == text:
+                    origins[source] = stubs.reference_lines(reference, spec)
+                else:   # a build older than the reference: its lines are the stub's own
+                    source = name
+            files[source] = text
     files[source_of(notebook.name)] = notebook.read_text()
-    return consistency.student_view_problems(files, spec)
+    return consistency.student_view_problems(files, spec, origins)
 
 
 def _start_public_checks(folder: pathlib.Path) -> subprocess.Popen:

@@ -78,19 +78,31 @@ def solution_blocks(reference_source: str, spec: Spec = SPEC) -> list[Block]:
     return blocks
 
 
-def stub_source(reference_source: str, spec: Spec = SPEC) -> str:
-    """The stub text for one reference module."""
-    lines = reference_source.splitlines(keepends=True)
+def _stub_lines(reference_source: str, spec: Spec) -> list[tuple[int, str]]:
+    """(the line of the reference it comes from, text) of every line of one module's stub; a stub's raise comes
+    from its block's BEGIN marker."""
+    lines = list(enumerate(reference_source.splitlines(keepends=True), start=1))
     out, position = [], 0
     for block in solution_blocks(reference_source, spec):
         out += lines[position:block.first - 1]
         if block.part is None:
-            out += block.lines
+            out += lines[block.first:block.last - 1]
         else:
-            out.append(f'{block.indent}raise NotImplementedError("Part {block.part}: {block.function} '
-                       f'is not implemented yet")\n')
+            out.append((block.first, f'{block.indent}raise NotImplementedError("Part {block.part}: {block.function} '
+                                     f'is not implemented yet")\n'))
         position = block.last
-    return "".join(out + lines[position:])
+    return out + lines[position:]
+
+
+def stub_source(reference_source: str, spec: Spec = SPEC) -> str:
+    """The stub text for one reference module."""
+    return "".join(text for _line, text in _stub_lines(reference_source, spec))
+
+
+def reference_lines(reference_source: str, spec: Spec = SPEC) -> list[int]:
+    """For each line of the module's stub (line N at index N - 1), the line of the reference an instructor edits
+    to change it."""
+    return [line for line, _text in _stub_lines(reference_source, spec)]
 
 
 def generated_stubs(spec: Spec = SPEC) -> dict[str, str]:

@@ -4,9 +4,11 @@
     python -m student.check --part 3   # Part 3 only
     python -m student.check -v         # pytest's own report too
 
-Each row says how many checks of the part pass and why the first failing one fails. "not
-implemented yet" means the function still raises its stub's NotImplementedError; any other
-error is shown as the error it is, with the function and line of your code it came from.
+Without --part it first names the PyTorch installed, and how to switch to the small CPU build
+where pip installed the large CUDA one (which works all the same). Each row says how many
+checks of the part pass and why the first failing one fails. "not implemented yet" means the
+function still raises its stub's NotImplementedError; any other error is shown as the error
+it is, with the function and line of your code it came from.
 Your own tests in student/tests/ are run too: a test with a part marker
 (`@pytest.mark.part3`) counts in that part's row, one without in the row "your own checks".
 Exit status 0 only when every selected check passes.
@@ -19,6 +21,7 @@ import sys
 
 import pytest
 
+from student import torch_build
 from student.parts import PARTS, is_stub_error, part_of
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
@@ -228,6 +231,8 @@ def main(argv=None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true", help="also show pytest's report")
     args = parser.parse_args(argv)
     parts = sorted(set(args.part)) if args.part else sorted(PARTS)
+    if not args.part:   # the first check of an install (the notebook's check(N) cells pass --part)
+        print(torch_build.describe() + "\n")   # any build passes: a CUDA one is only large
     all_passed, table = run_checks(parts, verbose=args.verbose)
     print(table)
     print("\nAll selected checks pass." if all_passed else

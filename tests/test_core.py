@@ -12,7 +12,7 @@ import pytest
 from autograder import derived
 from autograder.samples import write_submission
 from autograder.stubs import GRADED_MODULES, stub_source
-from grader.paths import STUDENT_DIR
+from grader.paths import REPO, STUDENT_DIR
 from student.parts import PARTS
 from tests.patience import SAFETY_NET_S
 
@@ -122,3 +122,32 @@ def test_check_command_names_a_syntax_error_and_still_checks_the_other_parts(tmp
     assert "could not load the checks: SyntaxError" in rows["3"] and "(heads.py, line 4)" in rows["3"], proc.stdout
     passed, total = re.search(r"  (\d+)/(\d+)  ", rows["1"]).groups()
     assert passed == total != "0" and "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_the_first_check_names_the_pytorch_build_and_never_fails_for_a_cuda_one(monkeypatch, capsys):
+    """Issue 49: where PyTorch's CPU index is out of reach, pip installs PyPI's CUDA build (5 GB) in silence. The
+    first `python -m student.check` names the build and, for a CUDA one, how to get the CPU build (pinned as
+    requirements.txt pins torch, from the index the handout's requirements.txt names), and still passes."""
+    import torch
+
+    from autograder.otter import image
+    from student import check, torch_build
+
+    monkeypatch.setattr(check, "run_checks", lambda parts, verbose=False: (True, "the table"))
+    assert check.main([]) == 0
+    cpu = capsys.readouterr().out
+    assert cpu.startswith(f"PyTorch {torch.__version__}, the CPU build.\n") and "pip" not in cpu, cpu
+
+    monkeypatch.setattr(torch, "__version__", "2.13.0+cu130")
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
+    monkeypatch.setattr(torch_build.metadata, "requires", lambda name: [
+        "filelock", 'nvidia-cublas==13.1.0.3; platform_system == "Linux"', 'triton==3.6.0; platform_system == "Linux"'])
+    assert check.main([]) == 0
+    cuda = capsys.readouterr().out
+    pin = re.search(r"^torch==([\w.]+)$", (REPO / "requirements.txt").read_text(), re.M).group(1)
+    assert cuda.startswith("PyTorch 2.13.0+cu130, the CUDA 13.0 build. It works"), cuda
+    assert (f"\n    pip install --force-reinstall --no-deps --index-url {image.CPU_INDEX.split('=', 1)[1]} "
+            f"torch=={pin}+cpu\n") in cuda
+    assert "\n    pip uninstall -y nvidia-cublas triton\n" in cuda
+    assert cuda.endswith("the table\n\nAll selected checks pass.\n")
+    assert check.main(["--part", "3"]) == 0 and "PyTorch" not in capsys.readouterr().out   # the notebook's cells

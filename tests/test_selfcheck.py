@@ -1,6 +1,8 @@
 """python -m autograder selfcheck: passes on this checkout (every case of the zoo: the run-wide batch of
 tests/conftest.py; the command itself, --quick, runs in tests/test_instructor_recipes.py), and fails, with a
 non-zero exit, when a bug no longer costs points, a "correct" variant is wrong, or the handout leaks."""
+import ast
+import re
 import shutil
 import zipfile
 
@@ -113,3 +115,35 @@ def test_a_public_check_that_fails_is_named_with_its_file():
     assert handout_check._first_failure(cases[2:]) == ("first failing: student/tests/test_part4_padding.py::test_mask: "
                                                        "AssertionError: wrong")
     assert handout_check._first_failure(cases[:1]) == ""
+
+
+def test_what_students_read_is_named_at_the_line_the_instructor_edits(tmp_path):
+    """Once Part 6 is dropped, every sentence still about it is named in the file to edit at the line that holds
+    it: a graded module's by its line in assignment/reference/, not in the stub generated from it (issue 49: the
+    self-check sent the instructor to the stub's lines 109 and 100 where the reference holds the sentences on 134
+    and 146). Given code whose docstring still says how the grader checks it is named at each such line."""
+    import dataclasses
+
+    from assignment.spec import SPEC
+    from autograder import handout_check, stubs
+    from grader.paths import REFERENCE_DIR, REPO
+
+    def student_view(spec, edited=""):
+        handout = tmp_path / "attention-handout.zip"
+        with zipfile.ZipFile(handout, "w") as zf:
+            zf.writestr("student/multihead.py", stubs.stub_source(reference_source("multihead.py"), spec) + edited)
+        (tmp_path / "attention.ipynb").write_text('{"cells": []}')
+        return handout_check.student_view(handout, tmp_path / "attention.ipynb", spec)
+
+    assert student_view(SPEC) == []
+    without_6 = dataclasses.replace(SPEC, parts=tuple(p for p in SPEC.parts if p.number != 6))
+    found = student_view(without_6)
+    kinds = ("names Part 6", "says how the grader checks it")
+    assert {kind for problem in found for kind in kinds if kind in problem.what} == set(kinds), found
+    for problem in found:
+        name, line = problem.where.split(":")
+        assert name == str((REFERENCE_DIR / "multihead.py").relative_to(REPO))
+        quoted = ast.literal_eval(re.search(r": (['\"].*)$", problem.what).group(1))
+        assert quoted in (REFERENCE_DIR / "multihead.py").read_text().splitlines()[int(line) - 1], problem
+    # A stub the reference does not make (a build older than it) is named as shipped, at its own lines.
+    assert {p.where.split(":")[0] for p in student_view(without_6, edited="# by hand\n")} == {"student/multihead.py"}
