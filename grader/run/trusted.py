@@ -8,6 +8,7 @@ forged answer that got past every check could not make it allocate or compute wi
 from __future__ import annotations
 
 import os
+import pathlib
 import sys
 
 import pytest
@@ -79,6 +80,7 @@ def grade(control, limits: Limits, package: str, hidden_files: bool = True, gpu:
         sys.path.insert(0, str(REPO))
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     os.environ.update(gpu_environment(gpu))   # before anything asks CUDA: it reads this when it starts
+    from grader import source_rules
     from grader.gateway.client import SandboxGateway, SessionLog, Spawner
     from grader.run import public_checks as public
     from grader.scoring import error_results, gradescope_results
@@ -103,7 +105,8 @@ def grade(control, limits: Limits, package: str, hidden_files: bool = True, gpu:
     with open("sandbox-output.txt", "wb") as handle:   # in the trusted process's own folder, for --keep
         handle.write(bytes(log.output))
     report = plugin.report() if plugin.outcomes else None
-    flags = flags_of(log, plugin.flags()) + [f"in the public checks: {flag}" for flag in flags_of(checks_log, [])]
+    flags = flags_of(log, plugin.flags()) + source_rules.loaded_flags(pathlib.Path(package))
+    flags += [f"in the public checks: {flag}" for flag in flags_of(checks_log, [])]
     status, message = judge(log, limits, exit_code, report)
     if report is None or log.broken is not None:
         return Outcome("error", message, engine_failure=True, flags=flags)
