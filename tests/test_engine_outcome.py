@@ -213,3 +213,26 @@ def test_results_document_of_an_error_row_names_the_reason_and_the_flags():
     document = gradebook.results_document(outcome, row)
     assert document["score"] == 0.0 and "no student/ package" in document["output"]
     assert "bytecode" in document["output"] and json.dumps(document)
+
+
+def test_what_hidden_calls_met_is_told_at_once_by_its_kind_and_in_full_with_the_results():
+    """A submission that ends its process in every call whose inputs hold a size of 5 chose which graded names
+    crashed, and how often, from the hidden inputs: the row's message (what Gradescope shows at once, and what the
+    old engine's message was: the details) names neither; the feedback's lead, shown with the results, does."""
+    from grader.contain.limits import Limits
+    from grader.gateway.client import LATE_IMPORT, SessionLog
+    from grader.run import trusted
+
+    names = ["MultiHeadAttention", "apply_mask", "causal_mask"]
+    report = object()   # the suite ran (judge reads nothing else of it)
+    for kind, log in (("crashes", SessionLog(crashes=names * 27 + names[:2])),
+                      ("timeouts", SessionLog(timeouts=names[:2])), ("refusals", SessionLog(refusals=names))):
+        status, message, details = trusted.judge(log, Limits(), 0, report)
+        assert message == trusted.CALLS_AT_ONCE[kind] and status == ("timeout" if kind == "timeouts" else "graded")
+        assert all(name in details for name in names[:2]) and any(c.isdigit() for c in details)
+        assert not any(name in message for name in names) and not any(c.isdigit() for c in message)
+    late = f"ValueError: it could not be imported (in a new sandbox: {LATE_IMPORT})"
+    log = SessionLog(crashes=["causal_mask"], unloadable={"apply_mask": late, "split_heads": "SyntaxError: line 3"})
+    _status, message, details = trusted.judge(log, Limits(), 0, report)
+    assert "split_heads" in message and "line 3" in message, "the first sandbox's import is told at once"
+    assert "apply_mask" not in message and trusted.LATE_UNLOADABLE in message and "apply_mask" in details
