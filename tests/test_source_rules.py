@@ -189,3 +189,24 @@ def test_a_source_the_reader_cannot_read_is_named_and_one_it_can_is_not():
     assert "larger than" in source_rules.unreadable(b"#" * (source_rules.MAX_FILE_BYTES + 1))
     for readable in (b"x = 1\n", b"def broken(:\n", b"# -*- coding: latin-1 -*-\nx = '\xe9'\n"):
         assert source_rules.unreadable(readable) == ""
+
+
+def test_a_helper_zipped_as_bytecode_runs_unread_unless_the_unpacking_leaves_it_out(tmp_path, fresh_import):
+    """The zoo's cheat-watch-switch-zipped-as-bytecode, graded in-process with its zip in place (the unpacking's
+    defence off): zipimport runs the switch, the watches see nothing and no rule flags it. Unpacked, the zip is gone
+    and the loader is flagged."""
+    from autograder.adversarial import unread
+    from grader.run import submissions
+
+    unread.write_zipped_helper(tmp_path / "zipped")
+    blind = LocalGateway(str(tmp_path / "zipped"))
+    blind.test = "test_a"
+    blind.run_module(_manual_module_call())
+    assert blind.forbidden == {} and blind.flags == [] and blind.hiding == "", "the attack no longer hides"
+
+    (tmp_path / "private").mkdir()
+    unpacked = submissions.unpack(str(tmp_path / "zipped"), str(tmp_path / "private"))
+    package = tmp_path / "private" / "student"
+    assert not (package / "_kernels.zip").exists() and "left out student/_kernels.zip" in unpacked.note
+    (flag,) = source_rules.loaded_flags(package)
+    assert "multihead.py:" in flag and "zipimport" in flag
