@@ -24,7 +24,7 @@ from this reader: it is the data the submission consists of.
 What cannot be read does not run: the unpacking (grader/run/submissions.py) lets nothing but source files reach a
 box (is_source), and leaves out a source file this reader could not read as the box's Python would compile it
 (unreadable: larger than MAX_FILE_BYTES, nested past the parser's depth, written in a codec only the box's own code
-could register).
+could register, or null bytes: a zip or marshalled code named .py).
 
 A name assembled at run time (getattr(torch._C, "Disable" + "TorchFunction")) still shows as a reach into
 torch._C; one taken from elsewhere (an attribute of an object found through gc) shows as nothing here, and
@@ -129,6 +129,8 @@ def unreadable(text: bytes) -> str:
     except SyntaxError as error:
         if "unknown encoding" in str(error):   # a codec the box's own code could register before importing it
             return f"written in an encoding Python does not know ({error})"
+    if b"\0" in text:   # never source, but a zip (zipimport) or marshalled code named .py is loaded all the same
+        return "not Python source (it holds null bytes)"
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):

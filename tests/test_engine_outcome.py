@@ -198,6 +198,8 @@ def test_a_source_file_the_reader_cannot_read_is_left_out_and_a_syntax_error_is_
     (package / "deep.py").write_text("_pad = lambda: x" + ".a" * 20000 + "\n")
     (package / "coded.py").write_text("# -*- coding: box-made-codec -*-\nx = 1\n")
     (package / "typo.py").write_text("def broken(:\n")
+    with zipfile.ZipFile(package / "kernels.py", "w") as archive:   # zipimport reads a zip whatever its name
+        archive.writestr("_unwatched.py", "import torch\n")
     private = tmp_path / "private"
     private.mkdir()
     unpacked = submissions.unpack(str(folder), str(private))
@@ -205,6 +207,7 @@ def test_a_source_file_the_reader_cannot_read_is_left_out_and_a_syntax_error_is_
     assert (private / "student" / "typo.py").exists()   # its import fails in the box as it would anywhere
     assert "left out student/deep.py: nested deeper" in unpacked.note
     assert "left out student/coded.py: written in an encoding Python does not know" in unpacked.note
+    assert "left out student/kernels.py: not Python source (it holds null bytes)" in unpacked.note
 
 
 def test_results_document_of_an_error_row_names_the_reason_and_the_flags():

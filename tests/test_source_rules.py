@@ -187,6 +187,7 @@ def test_a_source_the_reader_cannot_read_is_named_and_one_it_can_is_not():
     assert "nested deeper" in source_rules.unreadable(deep)
     assert "encoding" in source_rules.unreadable(b"# -*- coding: box-made-codec -*-\nx = 1\n")
     assert "larger than" in source_rules.unreadable(b"#" * (source_rules.MAX_FILE_BYTES + 1))
+    assert "null bytes" in source_rules.unreadable(b"PK\x03\x04\x14\x00")   # a zip named .py: zipimport reads it
     for readable in (b"x = 1\n", b"def broken(:\n", b"# -*- coding: latin-1 -*-\nx = '\xe9'\n"):
         assert source_rules.unreadable(readable) == ""
 

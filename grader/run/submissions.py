@@ -316,7 +316,7 @@ def unpack(source: str, private_dir: str) -> Unpacked:
 
 NOT_SOURCE = "only .py source files are graded"
 # What Python imports as a module without its source: bytecode and compiled extensions.
-COMPILED = (*importlib.machinery.BYTECODE_SUFFIXES, *importlib.machinery.EXTENSION_SUFFIXES, ".pyo", ".pyd", ".so")
+COMPILED = (*importlib.machinery.BYTECODE_SUFFIXES, *importlib.machinery.EXTENSION_SUFFIXES, ".pyo", ".pyd")
 
 
 def _leave_out_what_is_not_source(package: pathlib.Path) -> dict[str, list[str]]:
@@ -335,9 +335,12 @@ def _leave_out_what_is_not_source(package: pathlib.Path) -> dict[str, list[str]]
 def _compiled_only_flags(package: pathlib.Path, left_out: list[str]) -> list[str]:
     """A module left out in a compiled form (bytecode, an extension) with no source beside it: code shipped only
     compiled."""
-    only = [name for name in left_out if name.endswith(COMPILED)
-            and not (package.parent / pathlib.PurePosixPath(name).parent
-                     / (pathlib.PurePosixPath(name).name.split(".")[0] + source_rules.SOURCE_SUFFIX)).is_file()]
+    only = []
+    for name in left_out:
+        path = package.parent / name
+        source = path.with_name(path.name.split(".")[0] + source_rules.SOURCE_SUFFIX)
+        if name.endswith(COMPILED) and not source.exists():
+            only.append(name)
     return [f"code shipped only as bytecode or a compiled extension (left out, not graded): "
             f"{', '.join(_shown(only))}"] if only else []
 
