@@ -211,3 +211,23 @@ def test_a_helper_zipped_as_bytecode_runs_unread_unless_the_unpacking_leaves_it_
     assert not (package / "_kernels.zip").exists() and "left out student/_kernels.zip" in unpacked.note
     (flag,) = source_rules.loaded_flags(package)
     assert "multihead.py:" in flag and "zipimport" in flag
+
+
+def test_the_unpacking_parses_neither_the_handouts_files_nor_anything_for_a_fingerprint(tmp_path, monkeypatch):
+    """The worker is given the handout's evidence before it unpacks (its trusted process inherits what it read), and
+    the batch's fingerprint of every submission reads no source at all (a file's readability follows from its
+    bytes, which the digest holds)."""
+    from grader.run import submissions
+
+    folder = write_submission(tmp_path / "upload")
+    monkeypatch.setattr(source_rules, "_known", {})
+    source_rules.remember(source_rules.evidence_by_digest(REPO / "student"))
+    parsed = []
+    monkeypatch.setattr(source_rules.ast, "parse", lambda text, real=source_rules.ast.parse: (
+        parsed.append(text) or real(text)))
+    submissions.fingerprint(str(folder), str(tmp_path))
+    assert parsed == []
+    (tmp_path / "private").mkdir()
+    submissions.unpack(str(folder), str(tmp_path / "private"))
+    handout = {path.read_bytes() for path in (REPO / "student").rglob("*.py")}
+    assert parsed and not handout & set(parsed), "a handout file was parsed, or a student's was not"

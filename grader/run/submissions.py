@@ -288,8 +288,9 @@ def shard_of(found: list[Submission], shard: tuple[int, int] | None) -> list[Sub
 
 # ------------------------------------------------------------------ unpacking
 
-def unpack(source: str, private_dir: str) -> Unpacked:
-    """Put the submission's student/ package at private_dir/student, or raise SubmissionError."""
+def unpack(source: str, private_dir: str, *, read_sources: bool = True) -> Unpacked:
+    """Put the submission's student/ package at private_dir/student, or raise SubmissionError. read_sources=False:
+    keep every .py file, unread (fingerprint: whether the reader can read one follows from its bytes)."""
     path = pathlib.Path(source)
     staging = pathlib.Path(private_dir) / ".unpacked"
     if path.is_file():
@@ -306,7 +307,7 @@ def unpack(source: str, private_dir: str) -> Unpacked:
         notes.append(f"graded {', '.join(found)}, uploaded without their student/ folder")
     package = package.rename(pathlib.Path(private_dir) / PACKAGE)
     shutil.rmtree(staging)
-    left_out = _leave_out_what_is_not_source(package)
+    left_out = _leave_out_what_is_not_source(package, read_sources)
     notes += [f"left out {', '.join(_shown(names))}: {why}" for why, names in left_out.items()]
     flags = _compiled_only_flags(package, left_out.get(NOT_SOURCE, []))
     if not (package / "__init__.py").is_file():
@@ -319,12 +320,15 @@ NOT_SOURCE = "only .py source files are graded"
 COMPILED = (*importlib.machinery.BYTECODE_SUFFIXES, *importlib.machinery.EXTENSION_SUFFIXES, ".pyo", ".pyd")
 
 
-def _leave_out_what_is_not_source(package: pathlib.Path) -> dict[str, list[str]]:
+def _leave_out_what_is_not_source(package: pathlib.Path, read_sources: bool = True) -> dict[str, list[str]]:
     """Remove every file of the package that is not source, or is source the forbidden-call rule's reader could not
     read (so what the reader cannot read never runs). Returns why -> the files left out ("student/x.zip")."""
     left_out: dict[str, list[str]] = {}
     for path in sorted(p for p in package.rglob("*") if p.is_file()):
-        why = source_rules.unreadable(path.read_bytes()) if source_rules.is_source(path.name) else NOT_SOURCE
+        if not source_rules.is_source(path.name):
+            why = NOT_SOURCE
+        else:
+            why = source_rules.unreadable(path.read_bytes()) if read_sources else ""
         if why:
             path.unlink()
             if why != NOT_SOURCE or not path.name.startswith("."):   # an editor's or a system's dot-file: unsaid
@@ -543,15 +547,16 @@ CONTENT_DIGEST = "unpacked-sha256:"   # what fingerprint() returns begins with t
 def fingerprint(location: str, scratch: str) -> str:
     """A digest of exactly what is graded: the submission unpacked as its worker unpacks it (every file kept,
     names and contents, in sorted order, with no cap: the unpacking's own limits bound it), what the unpacking
-    dropped and says about it, or why it refuses the submission. Files the unpacking skips unsaid (.git,
-    __pycache__) change nothing graded and nothing here. A result remembers it, so that a submission changed since
+    dropped and says about it, or why it refuses the submission (every .py file counted, read or not by the rule's
+    reader: whether it can be follows from its bytes). Files the unpacking skips unsaid (.git, __pycache__) change
+    nothing graded and nothing here. A result remembers it, so that a submission changed since
     it was graded is graded again. scratch: a private folder of the grader's to unpack into (emptied after)."""
     import hashlib
     digest = hashlib.sha256()
     folder = tempfile.mkdtemp(prefix="fingerprint-", dir=scratch)
     try:
         try:
-            unpacked = unpack(location, folder)
+            unpacked = unpack(location, folder, read_sources=False)   # parsing every source costs the batch
         except SubmissionError as error:
             digest.update(b"refused\0" + os.fsencode(str(error)) + b"\0" + os.fsencode("\0".join(error.flags)))
             return CONTENT_DIGEST + digest.hexdigest()
