@@ -17,7 +17,7 @@ from this reader: it is the data the submission consists of.
   Correct code may use one (F._canonical_mask, say), so these are flagged for a human, and cost nothing.
 
 - loading: ways to run code that is not the package's source as it stands (zipimport, marshal, importlib's loaders
-  of files, sys.path, ctypes, pickle, exec or eval of a string built at run time): what runs then is nothing this
+  of files, sys.path, ctypes, pickle, exec, eval or compile of any string): what runs then is nothing this
   reader read, so it is flagged for a human (loaded_flags); it costs nothing, as a correct solution may still be
   what runs.
 
@@ -51,8 +51,9 @@ HIDING = frozenset({
 })
 # Ways to run code that is not the package's source as it stands: archives and bytecode (zipimport, marshal, imp),
 # importlib's loaders of files and the import system's search (sys.path, meta_path, path_hooks), native code
-# (ctypes, cffi), code objects made or swapped, pickles (their loading calls what they name), runpy. Named in an
-# import, an attribute, a name or a string. exec, eval and compile count unless given a string literal (_built).
+# (ctypes, cffi), code objects made or swapped, pickles (their loading calls what they name), runpy, and the
+# builtins that run a string (a literal one too: this reader reads no string as code). Named in an import, an
+# attribute, a name or a string.
 LOADERS = frozenset({
     "zipimport", "zipimporter", "marshal", "imp", "runpy", "run_path", "ctypes", "_ctypes", "cffi", "CDLL", "PyDLL",
     "SourcelessFileLoader", "ExtensionFileLoader", "SourceFileLoader", "spec_from_file_location", "spec_from_loader",
@@ -60,7 +61,7 @@ LOADERS = frozenset({
     "CodeType", "__code__", "co_code", "pickle", "_pickle", "dill", "cloudpickle", "shelve", "builtins",
     "__builtins__",
 })
-RUNNERS = frozenset({"exec", "eval", "compile"})   # builtins that run a string: a literal is read here, nothing else
+RUNNERS = frozenset({"exec", "eval", "compile"})   # as names only: a module's .eval() and torch.compile run no string
 SOURCE_SUFFIX = ".py"      # what this reader reads, and all that the unpacking lets reach a box (is_source)
 MAX_FILE_BYTES = 1 << 20   # a larger source file is left out at unpacking: every file that runs is read whole here
 
@@ -193,8 +194,6 @@ def _evidence(tree: ast.AST):
     sys_names = _aliases(nodes, "sys")
     docstrings = {id(node.value) for node in nodes
                   if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
-    literal_runs = {id(node.func) for node in nodes if isinstance(node, ast.Call) and node.args
-                    and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)}
     for node in nodes:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for name in _imported_names(node):
@@ -215,10 +214,8 @@ def _evidence(tree: ast.AST):
         elif isinstance(node, ast.Name):
             if node.id in HIDING:
                 yield node.lineno, f"uses {node.id}", "hiding"
-            elif node.id in LOADERS:
+            elif node.id in LOADERS | RUNNERS:
                 yield node.lineno, f"uses {node.id}", "loading"
-            elif node.id in RUNNERS and id(node) not in literal_runs:
-                yield node.lineno, f"runs code built at run time ({node.id})", "loading"
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
             named = [name for name in HIDING if name in node.value]
             if named:

@@ -141,11 +141,13 @@ def test_the_handouts_evidence_read_once_by_digest_gives_what_reading_again_give
     "import sys\nsys.path.insert(0, '/tmp')\n",
     "import base64\nexec(base64.b64decode('cHJpbnQoMSk='))\n",
     "run = eval\n",
+    "exec('import zip' 'import')\n",
     "import ctypes\nctypes.CDLL(None)\n",
     "import pickle\npickle.loads(b'')\n",
     "loader = __import__('marshal')\n",
     "def swap(f, g):\n    f.__code__ = g.__code__\n",
-], ids=["zipimport", "marshal", "spec-from-file", "sys-path", "exec-built", "eval-aliased", "ctypes", "pickle",
+], ids=["zipimport", "marshal", "spec-from-file", "sys-path", "exec-built", "eval-aliased", "exec-a-literal", "ctypes",
+        "pickle",
         "import-by-string", "code-swap"])
 def test_each_way_of_running_code_that_is_not_the_source_is_flagged(tmp_path, code):
     (tmp_path / "loader.py").write_text(code)
@@ -157,7 +159,7 @@ def test_each_way_of_running_code_that_is_not_the_source_is_flagged(tmp_path, co
 def test_correct_code_in_every_style_loads_nothing_but_its_source(tmp_path):
     """The handout (its package imports each module with importlib.import_module), the reference, the zoo's
     variants, the generated class's hands and the adequacy styles: no loader flag; nor the idioms that only look
-    like one (a module's .eval(), torch.compile, re.compile, exec or eval of a literal)."""
+    like one (a module's .eval(), torch.compile, re.compile, a mode named "eval")."""
     from autograder.adequacy import styles
     from autograder.cohort import HANDS
     from autograder.zoo.variants import VARIANTS
@@ -165,7 +167,7 @@ def test_correct_code_in_every_style_loads_nothing_but_its_source(tmp_path):
     idioms = tmp_path / "idioms"
     idioms.mkdir()
     (idioms / "own.py").write_text("import re\nimport torch\n\nPATTERN = re.compile('x')\nfast = torch.compile\n"
-                                   "def f(model):\n    model.eval()\n    return eval('1 + 1'), exec('y = 2')\n")
+                                   "def f(model, mode='eval'):\n    return model.eval() if mode == 'eval' else model\n")
     packages = [REPO / "student", REPO / "assignment" / "reference", idioms]
     packages += [write_submission(tmp_path / v.name, overrides=v.overrides) / "student" for v in VARIANTS]
     packages += sorted(p for p in HANDS.iterdir() if p.is_dir())
