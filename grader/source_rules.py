@@ -82,9 +82,10 @@ def parts_running(evidence: list[str]) -> set[int]:
 
 
 # Evidence already read, by the SHA-256 of a file's bytes: the handout's own files (check.py, the public checks), read
-# once per run by the batch (evidence_by_digest) and carried to every trusted process (Settings.known_sources), so
-# that a submission costs the reading of what its student wrote, not of the handout again. The same bytes give the
-# same evidence: a file is taken from here only when its digest matches.
+# once per run by the batch (evidence_by_digest) and carried to every worker (Settings.known_sources), so
+# that a submission costs the reading of what its student wrote, not of the handout again; and what a process has
+# read itself (the worker's unpacking reads the student's files, its trusted process inherits them). The same bytes
+# give the same evidence: a file is taken from here only when its digest matches.
 KINDS = ("hiding", "private", "loading")
 Found = list[tuple[int, str, str]]   # (line, what, its kind: one of KINDS)
 _known: dict[str, Found] = {}
@@ -132,7 +133,8 @@ def unreadable(text: bytes) -> str:
             return f"written in an encoding Python does not know ({error})"
     if b"\0" in text:   # never source, but a zip (zipimport) or marshalled code named .py is loaded all the same
         return "not Python source (it holds null bytes)"
-    if _digest(text) in _known:   # read before (the handout's own files, carried to the worker): readable
+    digest = _digest(text)
+    if digest in _known:   # read before (the handout's own files, carried to the worker): readable
         return ""
     try:
         tree = ast.parse(text)
@@ -140,7 +142,7 @@ def unreadable(text: bytes) -> str:
         tree = None
     except (RecursionError, MemoryError):   # the box's code could raise its own limit (sys.setrecursionlimit)
         return "nested deeper than the grader's parser reads"
-    _known.setdefault(_digest(text), list(_evidence(tree)) if tree else [])
+    _known[digest] = list(_evidence(tree)) if tree else []
     return ""
 
 
