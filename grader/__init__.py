@@ -23,9 +23,9 @@ Processes (the shape of a zygote sandbox: a warm template, forked, locked down b
   it or in anything it forks; imports torch and warms it up; forks one worker per submission, so a
   worker that dies costs only its own submission. Before the second worker (before the first, where more
   follow) it also loads pytest and the emulated second device, so every later process starts warm.
-- worker (run/worker.py): unpacks one submission (run/submissions.py: no links, no bytecode, every oddity
-  an error row), forks its trusted process and, on request, sandboxes (the first one before it is
-  asked); when a sandbox ends it makes sure nothing of it is left.
+- worker (run/worker.py): unpacks one submission (run/submissions.py: no links, nothing but source the rule's
+  reader can read, every oddity an error row), forks its trusted process and, on request, sandboxes (the first
+  one before it is asked); when a sandbox ends it makes sure nothing of it is left.
 - trusted (run/trusted.py): runs pytest on grading_tests with SandboxGateway (gateway/client.py) as the
   `student` fixture; times each call by the sandbox's CPU time; checks every answer (gateway/replies.py)
   before a test sees it; has rlimits of its own (contain/limits.py); returns an Outcome (run/outcome.py).

@@ -98,7 +98,8 @@ def parts_using(part: int) -> set[int]:
     return SPEC.parts_using(part)
 
 
-def _listed(parts) -> str:
+def parts_listed(parts) -> str:
+    """"1", "1 and 2", "1, 2 and 3": part numbers in a sentence."""
     names = [str(p) for p in sorted(parts)]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
@@ -113,7 +114,7 @@ def cascade_notes(report: Report) -> list[str]:
         builds_on_failing = any(part in parts_using(other) for other in failing if other != part)
         if users and not builds_on_failing:
             plural = "s" if len(users) > 1 else ""
-            notes.append(f"Part {part} ({PART_TITLES[part]}) fails; Part{plural} {_listed(users)} "
+            notes.append(f"Part {part} ({PART_TITLES[part]}) fails; Part{plural} {parts_listed(users)} "
                          f"use{'' if plural else 's'} it: fix it first, "
                          f"{'their' if plural else 'its'} failures may come from it.")
     return notes

@@ -113,6 +113,21 @@ def test_with_no_exports_even_a_named_path_is_one_submission(tmp_path):
     assert (tmp_path / "private" / "student" / "__init__.py").is_file()
 
 
+def test_in_a_folder_of_submissions_what_is_neither_a_file_nor_a_folder_is_never_a_row(tmp_path, monkeypatch):
+    """A pipe, a socket or a link to nothing named after a classmate holds no submission (before, each was an
+    error row, "not a file or folder", in the class table and grades.csv under the name it chose)."""
+    import socket
+
+    write_submission(tmp_path / "class" / "alice")
+    os.mkfifo(tmp_path / "class" / "Victim Classmate")
+    (tmp_path / "class" / "Dangling Classmate").symlink_to(tmp_path / "nowhere")
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind(str(tmp_path / "class" / "Socket Classmate"))
+        assert [s.name for s in submissions.discover([tmp_path / "class"])] == ["alice"]
+        monkeypatch.setattr(submissions, "_file_or_folder", lambda _path: True)   # the defence off
+        assert len(submissions.discover([tmp_path / "class"])) == 4
+
+
 def pathlib_of(text):
     import pathlib
     return pathlib.Path(text)

@@ -3,6 +3,7 @@ student text made safe, and row names that never collide (fast, no grading)."""
 from __future__ import annotations
 
 import csv
+import importlib.machinery
 import itertools
 import json
 import re
@@ -168,9 +169,73 @@ def test_bytecode_beside_its_source_is_dropped_without_a_flag(tmp_path):
     assert not list(private.rglob("*.pyc"))
 
 
+def test_only_source_reaches_the_box_and_the_student_reads_what_was_left_out(tmp_path):
+    """Archives (zipimport reads them), extension modules (imported before the .py beside them), path files and
+    data never reach a box: the source reader reads only .py files, so nothing else may run. A module shipped only
+    compiled is flagged; an archive is flagged only by a source that loads it (source_rules.loaded_flags)."""
+    folder = write_submission(tmp_path / "src")
+    package = folder / "student"
+    extension = "_kernels" + importlib.machinery.EXTENSION_SUFFIXES[0]
+    others = {"_kernels.zip": b"PK\x05\x06" + bytes(18), extension: b"\x7fELF", "heads.cpython-311-x86_64-linux-gnu.so":
+              b"\x7fELF", "evil.pth": b"import os\n", "tests/weights.bin": b"\x00", "notes.md": b"mine",
+              ".DS_Store": b"\x00"}
+    for name, data in others.items():
+        (package / name).write_bytes(data)
+    private = tmp_path / "private"
+    private.mkdir()
+    unpacked = submissions.unpack(str(folder), str(private))
+    kept = {p.relative_to(private).as_posix() for p in private.rglob("*") if p.is_file()}
+    assert kept == {p.relative_to(folder).as_posix() for p in package.rglob("*.py")}
+    shown = sorted(f"student/{name}" for name in others if name != ".DS_Store")
+    assert unpacked.note == f"left out {', '.join(shown[:5])}, and 1 more: {submissions.NOT_SOURCE}"
+    (flag,) = unpacked.flags   # heads.py stands beside its extension: only _kernels is code shipped only compiled
+    assert f"student/{extension}" in flag and "heads.cpython" not in flag and "_kernels.zip" not in flag
+
+
+def test_a_source_file_the_reader_cannot_read_is_left_out_and_a_syntax_error_is_not(tmp_path):
+    folder = write_submission(tmp_path / "src")
+    package = folder / "student"
+    (package / "deep.py").write_text("_pad = lambda: x" + ".a" * 20000 + "\n")
+    (package / "coded.py").write_text("# -*- coding: box-made-codec -*-\nx = 1\n")
+    (package / "typo.py").write_text("def broken(:\n")
+    with zipfile.ZipFile(package / "kernels.py", "w") as archive:   # zipimport reads a zip whatever its name
+        archive.writestr("_unwatched.py", "import torch\n")
+    private = tmp_path / "private"
+    private.mkdir()
+    unpacked = submissions.unpack(str(folder), str(private))
+    assert not (private / "student" / "deep.py").exists() and not (private / "student" / "coded.py").exists()
+    assert (private / "student" / "typo.py").exists()   # its import fails in the box as it would anywhere
+    assert "left out student/deep.py: nested deeper" in unpacked.note
+    assert "left out student/coded.py: written in an encoding Python does not know" in unpacked.note
+    assert "left out student/kernels.py: not Python source (it holds null bytes)" in unpacked.note
+
+
 def test_results_document_of_an_error_row_names_the_reason_and_the_flags():
     outcome = Outcome.rejected("no student/ package found", ["code shipped only as bytecode: student/x.pyc"])
     row = gradebook.row_from_outcome(_submission(), outcome, "n")
     document = gradebook.results_document(outcome, row)
     assert document["score"] == 0.0 and "no student/ package" in document["output"]
     assert "bytecode" in document["output"] and json.dumps(document)
+
+
+def test_what_hidden_calls_met_is_told_at_once_by_its_kind_and_in_full_with_the_results():
+    """A submission that ends its process in every call whose inputs hold a size of 5 chose which graded names
+    crashed, and how often, from the hidden inputs: the row's message (what Gradescope shows at once, and what the
+    old engine's message was: the details) names neither; the feedback's lead, shown with the results, does."""
+    from grader.contain.limits import Limits
+    from grader.gateway.client import LATE_IMPORT, SessionLog
+    from grader.run import trusted
+
+    names = ["MultiHeadAttention", "apply_mask", "causal_mask"]
+    report = object()   # the suite ran (judge reads nothing else of it)
+    for kind, log in (("crashes", SessionLog(crashes=names * 27 + names[:2])),
+                      ("timeouts", SessionLog(timeouts=names[:2])), ("refusals", SessionLog(refusals=names))):
+        status, message, details = trusted.judge(log, Limits(), 0, report)
+        assert message == trusted.CALLS_AT_ONCE[kind] and status == ("timeout" if kind == "timeouts" else "graded")
+        assert all(name in details for name in names[:2]) and any(c.isdigit() for c in details)
+        assert not any(name in message for name in names) and not any(c.isdigit() for c in message)
+    late = f"ValueError: it could not be imported (in a new sandbox: {LATE_IMPORT})"
+    log = SessionLog(crashes=["causal_mask"], unloadable={"apply_mask": late, "split_heads": "SyntaxError: line 3"})
+    _status, message, details = trusted.judge(log, Limits(), 0, report)
+    assert "split_heads" in message and "line 3" in message, "the first sandbox's import is told at once"
+    assert "apply_mask" not in message and trusted.LATE_UNLOADABLE in message and "apply_mask" in details

@@ -11,6 +11,7 @@ from otter.test_files.ok_test import OKTestFile
 from assignment.spec import SPEC, Spec, load
 from autograder.otter import config
 from grader.gradescope import gradescope_schema, gradescope_view, run_gradescope
+from grader.run import trusted
 
 GOOD = {
     "score": 3.0, "execution_time": 4.2, "output": "Graded.", "visibility": "after_published",
@@ -191,6 +192,18 @@ def test_a_part_shown_at_once_is_visible_while_the_summary_waits_for_the_most_gu
     assert [t["visibility"] for t in shown["tests"][1:]] == ["from the engine"] * 2   # the engine's, kept
 
 
+def test_the_at_once_text_says_which_parts_results_are_shown_at_once_and_when_the_others_come():
+    """It agrees with the entries visible at once: a part made visible is shown now, not promised for later."""
+    shown = gradescope_view.present(engine_results(), spec_with(visibilities={1: "visible"}), 1.0)
+    assert shown["output"] == (gradescope_view.GRADED_NOTE + " The results of Part 1 are shown below; those of the "
+                               "other parts will be shown here when your instructor publishes the grades.")
+    every = spec_with(visibilities=dict.fromkeys(SPEC.numbers, "visible"))
+    assert gradescope_view.present(engine_results(), every, 1.0)["output"].endswith(" every part are shown below.")
+    due = spec_with(visibilities={1: "visible", 2: "visible", **dict.fromkeys(SPEC.numbers[2:], "after_due_date")})
+    assert gradescope_view.results_note(due) == (" The results of Parts 1 and 2 are shown below; those of the other "
+                                                 "parts will be shown here after the due date.")
+
+
 def test_what_students_see_at_each_moment_follows_each_entrys_visibility():
     results = engine_results(flags=["a flag"])
     results["tests"][0]["visibility"] = "visible"   # Part 1 shown at once, as a part made visible is
@@ -214,7 +227,7 @@ def test_never_shown_results_say_so_and_stdout_follows_show_stdout():
 @pytest.mark.parametrize("status", ["error", "timeout"])
 def test_a_submission_that_could_not_be_graded_or_ran_out_of_time_is_told_why_at_once_and_nothing_more(status):
     message = "SyntaxError: invalid syntax (student/masking.py, line 3)" if status == "error" else \
-        "1 call(s) timed out: scaled_scores"
+        trusted.CALLS_AT_ONCE["timeouts"]
     shown = gradescope_view.present(engine_results(status, message), SPEC, 1.0)
     assert shown["output"].startswith(f"Your submission was received; grading ended with {status}. Reason: {message}")
     assert [t["visibility"] for t in shown["tests"]] == ["after_published"] * 3   # the status changes nothing

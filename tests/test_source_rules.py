@@ -130,3 +130,107 @@ def test_the_handouts_evidence_read_once_by_digest_gives_what_reading_again_give
     assert source_rules.read(package) == read_in_full
     handout = {path.read_bytes() for path in (REPO / "student").rglob("*.py")}
     assert parsed and not handout & set(parsed), "a handout file was read again, or an edited one was not"
+
+
+# ---------------------------------------------------------------- code that is not the source as it stands
+
+@pytest.mark.parametrize("code", [
+    "import zipimport\nhelper = zipimport.zipimporter('student/_kernels.zip').load_module('helper')\n",
+    "import marshal\nexec(marshal.loads(open('blob', 'rb').read()))\n",
+    "import importlib.util\nspec = importlib.util.spec_from_file_location('m', '/tmp/m.py')\n",
+    "import sys\nsys.path.insert(0, '/tmp')\n",
+    "import base64\nexec(base64.b64decode('cHJpbnQoMSk='))\n",
+    "run = eval\n",
+    "exec('import zip' 'import')\n",
+    "import ctypes\nctypes.CDLL(None)\n",
+    "import pickle\npickle.loads(b'')\n",
+    "loader = __import__('marshal')\n",
+    "def swap(f, g):\n    f.__code__ = g.__code__\n",
+], ids=["zipimport", "marshal", "spec-from-file", "sys-path", "exec-built", "eval-aliased", "exec-a-literal", "ctypes",
+        "pickle",
+        "import-by-string", "code-swap"])
+def test_each_way_of_running_code_that_is_not_the_source_is_flagged(tmp_path, code):
+    (tmp_path / "loader.py").write_text(code)
+    (flag,) = source_rules.loaded_flags(tmp_path)
+    assert "loader.py:" in flag and "a look, not a cost" in flag
+    assert source_rules.read(tmp_path)[0] == [], "a loader costs nothing: it is not the switch itself"
+
+
+def test_correct_code_in_every_style_loads_nothing_but_its_source(tmp_path):
+    """The handout (its package imports each module with importlib.import_module), the reference, the zoo's
+    variants, the generated class's hands and the adequacy styles: no loader flag; nor the idioms that only look
+    like one (a module's .eval(), torch.compile, re.compile, a mode named "eval")."""
+    from autograder.adequacy import styles
+    from autograder.cohort import HANDS
+    from autograder.zoo.variants import VARIANTS
+
+    idioms = tmp_path / "idioms"
+    idioms.mkdir()
+    (idioms / "own.py").write_text("import re\nimport torch\n\nPATTERN = re.compile('x')\nfast = torch.compile\n"
+                                   "def f(model, mode='eval'):\n    return model.eval() if mode == 'eval' else model\n")
+    packages = [REPO / "student", REPO / "assignment" / "reference", idioms]
+    packages += [write_submission(tmp_path / v.name, overrides=v.overrides) / "student" for v in VARIANTS]
+    packages += sorted(p for p in HANDS.iterdir() if p.is_dir())
+    packages += [styles.write_one(tmp_path / f"style-{s}", s) / "student" for s in styles.STYLES]
+    assert {str(p): source_rules.loaded_flags(p) for p in packages if source_rules.loaded_flags(p)} == {}
+
+
+def test_a_source_the_reader_cannot_read_is_named_and_one_it_can_is_not():
+    """Such a file never reaches a box (the unpacking leaves it out): the box's own code could make Python compile it
+    (a recursion limit raised, a codec registered) where this reader reads nothing, the switch included."""
+    deep = b"import torch\n_off = torch._C.DisableTorchFunction\n_pad = lambda: x" + b".a" * 20000 + b"\n"
+    assert source_rules.file_evidence(deep) == [], "the reader reads it: this attack proves nothing"
+    limit = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(100_000)   # what the box's own __init__.py may do before importing it
+        compile(deep, "deep.py", "exec")
+    finally:
+        sys.setrecursionlimit(limit)
+    assert "nested deeper" in source_rules.unreadable(deep)
+    assert "encoding" in source_rules.unreadable(b"# -*- coding: box-made-codec -*-\nx = 1\n")
+    assert "larger than" in source_rules.unreadable(b"#" * (source_rules.MAX_FILE_BYTES + 1))
+    assert "null bytes" in source_rules.unreadable(b"PK\x03\x04\x14\x00")   # a zip named .py: zipimport reads it
+    for readable in (b"x = 1\n", b"def broken(:\n", b"# -*- coding: latin-1 -*-\nx = '\xe9'\n"):
+        assert source_rules.unreadable(readable) == ""
+
+
+def test_a_helper_zipped_as_bytecode_runs_unread_unless_the_unpacking_leaves_it_out(tmp_path, fresh_import):
+    """The zoo's cheat-watch-switch-zipped-as-bytecode, graded in-process with its zip in place (the unpacking's
+    defence off): zipimport runs the switch, the watches see nothing and no rule flags it. Unpacked, the zip is gone
+    and the loader is flagged."""
+    from autograder.adversarial import unread
+    from grader.run import submissions
+
+    unread.write_zipped_helper(tmp_path / "zipped")
+    blind = LocalGateway(str(tmp_path / "zipped"))
+    blind.test = "test_a"
+    blind.run_module(_manual_module_call())
+    assert blind.forbidden == {} and blind.flags == [] and blind.hiding == "", "the attack no longer hides"
+
+    (tmp_path / "private").mkdir()
+    unpacked = submissions.unpack(str(tmp_path / "zipped"), str(tmp_path / "private"))
+    package = tmp_path / "private" / "student"
+    assert not (package / "_kernels.zip").exists() and "left out student/_kernels.zip" in unpacked.note
+    (flag,) = source_rules.loaded_flags(package)
+    assert "multihead.py:" in flag and "zipimport" in flag
+
+
+def test_the_unpacking_parses_neither_the_handouts_files_nor_anything_for_a_fingerprint(tmp_path, monkeypatch):
+    """The worker is given the handout's evidence before it unpacks (its trusted process inherits what it read), and
+    the batch's fingerprint of every submission reads no source at all (a file's readability follows from its
+    bytes, which the digest holds)."""
+    from grader.run import submissions
+
+    folder = write_submission(tmp_path / "upload")
+    monkeypatch.setattr(source_rules, "_known", {})
+    source_rules.remember(source_rules.evidence_by_digest(REPO / "student"))
+    parsed = []
+    real = source_rules.ast.parse   # (the module's own: pytest parses with it too)
+    monkeypatch.setattr(source_rules.ast, "parse", lambda text, *args, **kwargs: (
+        parsed.append(text) or real(text, *args, **kwargs)))
+    submissions.fingerprint(str(folder), str(tmp_path))
+    assert parsed == []
+    (tmp_path / "private").mkdir()
+    submissions.unpack(str(folder), str(tmp_path / "private"))
+    handout = {path.read_bytes() for path in (REPO / "student").rglob("*.py")}
+    assert parsed and not handout & set(parsed), "a handout file was parsed, or a student's was not"

@@ -5,6 +5,7 @@
     3 the engine's own failure forged by the student    a `broken` frame at import  `locked` first (sandbox.py)
     6 an answer the decoder did not foresee crashes it  a dtype given as a list     every decoding error a refusal
     7 a flag that the student's code did not earn       printing tensors, compile   tripwires see who did it
+   10 hidden inputs told at once, through what crashed  os._exit on a size of 5    the kind only at once (judge)
 
 Classes 4 (visibility after a timeout), 5 (memory of a box's whole tree), 8 (a grader's TMPDIR) and 9
 (files of Gradescope's container) are shown by tests of their own (tests/test_gradescope_harness.py,
@@ -15,6 +16,7 @@ class 2 has something to find.
 """
 from __future__ import annotations
 
+from autograder.adversarial import abuse
 from autograder.adversarial.base import Context, Entry
 from autograder.adversarial.escapes import at_import, cheat_with
 from autograder.adversarial.expectations import Expectation
@@ -22,6 +24,11 @@ from autograder.samples import reference_source, write_submission
 
 SECRET_VARIABLE = "AUTOGRADER_ZOO_SECRET"
 SECRET = "course-token-6f1d2c"   # stands for the tokens and paths a grader's environment holds
+# Ends its process in each graded call of merge_heads whose inputs hold a size of 5: which names crashed, and how
+# often, are then chosen by the hidden inputs. Before, the row's message said both at once (grader/run/trusted.py).
+CRASH_ON_A_FIVE = """\
+if any(5 in tuple(getattr(arg, "shape", ())) for arg in args):
+    _abuse_os._exit(0)"""
 
 
 def _printing_and_compiled(dest, _context: Context) -> None:
@@ -51,4 +58,9 @@ def entries(_context: Context) -> list[Entry]:
         Entry(Expectation("control-prints-and-compiles", "control", "graded",
                           "the reference, printing tensors and wrapped in torch.compile (torch imports lazily): "
                           "full marks and no flag", score=100.0, flag_free=True), _printing_and_compiled),
+        Entry(Expectation("abuse-crash-on-a-hidden-5", "abuse", "graded",
+                          "ends its process in each call of merge_heads whose inputs hold a size of 5: that calls "
+                          "crashed is told at once, never which or how many", message="restarted",
+                          unsaid_at_once=("merge_heads", *"0123456789")),
+              abuse.abusive("heads.py", "merge_heads", CRASH_ON_A_FIVE)),
     ]

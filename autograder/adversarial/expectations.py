@@ -41,9 +41,13 @@ class Expectation:
     flag_free: bool = False                  # its row has no flag at all (a flag must mean the student did it)
     needs_layer: str = ""                    # the layers that can stop it ("mnt,landlock": either): where the
                                              # run's isolation line says the kernel gave none, only honesty is asked
+    unsaid_at_once: tuple[str, ...] = ()     # its row's message, which students read at once, holds none of these
+    absent: bool = False                     # no row at all: the path holds no submission
 
     def problems(self, row: dict | None, baseline_row: dict | None, result: pathlib.Path,
                  twin_row: dict | None = None) -> list[str]:
+        if self.absent:
+            return [] if row is None else [f"{self.name}: a row in grades.csv, though it holds no submission"]
         if row is None:
             return [f"{self.name}: no row in grades.csv"]
         isolation = row.get("isolation", "")
@@ -59,6 +63,8 @@ class Expectation:
             found.append(f"score {row['score']:g}, expected exactly {self.score:g}")
         if self.message and self.message.lower() not in row["message"].lower():
             found.append(f"message {row['message']!r} does not mention {self.message!r}")
+        found += [f"message {row['message']!r} tells {text!r} at once" for text in self.unsaid_at_once
+                  if text in row["message"]]
         if self.flag and self.flag.lower() not in row.get("flags", "").lower():
             found.append(f"flags {row.get('flags', '')!r} do not mention {self.flag!r}")
         if self.flag_free and row.get("flags"):

@@ -72,6 +72,10 @@ def _absolute(context: Context):
     return [(str(context.markers / "escaped-absolute.py"), b"print('escaped')\n", stat.S_IFREG | 0o644)]
 
 
+def _pipe(dest: pathlib.Path, _context: Context):
+    os.mkfifo(dest)
+
+
 def _input(name, why, message, write, *, suffix=".zip", status="error", score=0.0, forbidden=()) -> Entry:
     return Entry(Expectation(name, "input", status, why, score=score, message=message, forbidden_paths=forbidden),
                  write, suffix)
@@ -105,4 +109,6 @@ def entries(context: Context) -> list[Entry]:
                lambda dest, _context: write_submission(dest, overrides=syntax), suffix=""),
         _input("input-package-in-a-folder-zip", "a good zip with student/ inside one top-level folder", "",
                _zip(top="my-attention-work/"), status="graded", score=100.0),
+        Entry(Expectation("Victim Classmate", "input", "error", "a named pipe in the folder of submissions, named "
+                          "after a classmate: no submission, never a row (issue 48)", absent=True), _pipe),
     ]

@@ -6,11 +6,13 @@
 Every test entry keeps the visibility the spec gives its part (grader/scoring.py writes it: a part's own
 `visibility`, else show_hidden's after_published or hidden). What the student may read at once is fixed, and
 never depends on a status the student's code controls: that the submission was graded, or, when it could
-not be graded or ran out of time, the gradebook's one-line reason (which holds no score), so it can be
-fixed before the deadline. The engine's summary (points per part, which part to fix first) becomes the
-first entry, worth no points, shown when the most guarded part is; the instructor's flags become an entry
-students never see (Gradescope's "hidden": instructors see it in full). The autograder's stdout follows
-show_stdout; points_possible scales the score as otter does.
+not be graded or ran out of time, the gradebook's one-line reason (which holds no score, and of hidden calls
+only the kind of trouble they met, never which or how many: grader/run/trusted.py's judge), so it can be
+fixed before the deadline; and when the parts' results are shown, which agrees with the entries visible at
+once. The engine's summary (points per part, which part to fix first) becomes the first entry, worth no
+points, shown when the most guarded part is; the instructor's flags become an entry students never see
+(Gradescope's "hidden": instructors see it in full). The autograder's stdout follows show_stdout;
+points_possible scales the score as otter does.
 """
 from __future__ import annotations
 
@@ -18,15 +20,14 @@ import copy
 
 from assignment.spec import VISIBILITIES, Spec
 from grader.row import Row, of_results
-from grader.scoring import is_public_check
+from grader.scoring import is_public_check, parts_listed
 
 SUMMARY_TITLE = "Summary by part (worth no points of its own)"
 FLAGS_TITLE = "Flagged for the instructor (never shown to students)"
 GRADED_NOTE = "Your submission was received and graded."
 # When the results not shown at once will be (the parts' visibilities, the latest that applies).
-LATER_NOTES = {"after_published": " The results of the hidden tests will be shown here when your instructor "
-                                   "publishes the grades.",
-               "after_due_date": " The results of the hidden tests will be shown here after the due date."}
+WHEN = {"after_published": "when your instructor publishes the grades", "after_due_date": "after the due date"}
+LATER_NOTES = {when: f" The results of the hidden tests will be shown here {words}." for when, words in WHEN.items()}
 REASON_STATUSES = ("error", "timeout")
 
 
@@ -43,8 +44,20 @@ def immediate_output(results: dict, spec: Spec) -> str:
     note = GRADED_NOTE if status == "graded" else f"Your submission was received; grading ended with {status}."
     if row.message:
         note += (" Reason: " if status in REASON_STATUSES else " Note: ") + row.message
-    later = {spec.visibility(number) for number in spec.numbers}
-    return note + public_checks_note(results) + next((LATER_NOTES[when] for when in LATER_NOTES if when in later), "")
+    return note + public_checks_note(results) + results_note(spec)
+
+
+def results_note(spec: Spec) -> str:
+    """When the parts' results are shown, as their visibilities say: those of the parts made visible below, at once;
+    the others' when the first of the later moments that applies comes ("" when none ever is)."""
+    shown = [number for number in spec.numbers if spec.visibility(number) == "visible"]
+    later = next((moment for moment in WHEN if moment in {spec.visibility(n) for n in spec.numbers}), None)
+    if len(shown) == len(spec.numbers):
+        return " The results of every part are shown below."
+    if not shown:
+        return LATER_NOTES[later] if later else ""
+    now = f" The results of Part{'s' * (len(shown) > 1)} {parts_listed(shown)} are shown below"
+    return now + (f"; those of the other parts will be shown here {WHEN[later]}." if later else ".")
 
 
 def public_checks_note(results: dict) -> str:

@@ -5,8 +5,10 @@ inside one top-level folder (as people zip folders). A student who uploaded the 
 modules (scaling.py, ...) without their folder is graded too: the modules become the
 package, with the handout's own student/__init__.py. Archives and folders are
 untrusted: no links, no paths leaving the folder, bounded file count and size, every
-oddity a one-line error. Compiled bytecode (.pyc) is dropped from both: graded code must
-be readable, and a module that exists only as bytecode is flagged for the instructor.
+oddity a one-line error. Only source reaches a box: student/ keeps its .py files, each one the
+forbidden-call rule's reader could read (grader/source_rules.py), and nothing else (bytecode,
+archives, compiled extensions, data); what was left out, and why, is the row's note, and a module
+shipped only in a compiled form is flagged for the instructor.
 
 Gradescope's "Export Submissions" (submission_metadata.yml beside one folder per submission)
 is read as a folder or as its zip, when the grader names it: every submission is named by its
@@ -20,6 +22,7 @@ from __future__ import annotations
 import ast
 import datetime
 import hashlib
+import importlib.machinery
 import os
 import pathlib
 import re
@@ -30,6 +33,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from grader import source_rules
 from grader.paths import STUDENT_DIR
 from grader.run.recorded import Recorded, recorded
 
@@ -61,8 +65,8 @@ class SubmissionError(Exception):
 
 @dataclass(frozen=True)
 class Unpacked:
-    flags: tuple[str, ...] = ()   # for the instructor (bytecode that was dropped)
-    note: str = ""                # for the row's message (the modules were uploaded without their folder)
+    flags: tuple[str, ...] = ()   # for the instructor (a module shipped only compiled)
+    note: str = ""                # for the row's message (files left out; the modules uploaded without their folder)
 
 
 def graded_modules() -> set[str]:
@@ -131,9 +135,11 @@ def discover(paths, taken: dict[str, str] | None = None, staging: str | None = N
         if export is not None:
             found += export
         elif path.is_dir() and not (path / PACKAGE).is_dir():
-            # A folder of submissions: each child is one, whatever it holds.
+            # A folder of submissions: each child that is a file or a folder is one, whatever it holds; anything
+            # else there (a pipe, a socket, a link to nothing) holds no submission and is never a row.
             for child in sorted(c for c in path.iterdir() if not c.name.startswith(".") and c.name not in IGNORED):
-                found.append(_one(child))
+                if _file_or_folder(child):
+                    found.append(_one(child))
         else:
             found.append(_one(path))
     return _with_unique_slugs(found, taken or {})
@@ -168,6 +174,15 @@ def _export(path: pathlib.Path, staging_folder, due, read_metadata: MetadataRead
     inner = [c for c in folder.iterdir() if c.is_dir()]
     root = folder if (folder / METADATA).is_file() else inner[0]
     return _gradescope_export(root, lambda child: identity(f"{real}::{child}"), due, read_metadata)
+
+
+def _file_or_folder(path: pathlib.Path) -> bool:
+    """Whether path (its target, for a link) is a regular file or a folder."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
 
 
 def _one(path: pathlib.Path) -> _Found:
@@ -207,7 +222,7 @@ def is_export_zip(path: pathlib.Path) -> bool:
 def extract_export(archive: pathlib.Path, folder: pathlib.Path) -> None:
     """An export zip extracted under the submissions' rules (no links, no escaping paths), a class-sized budget.
     Raises SubmissionError."""
-    _extract_zip(archive, folder, None, _Budget(EXPORT_MAX_FILES, EXPORT_MAX_BYTES))
+    _extract_zip(archive, folder, _Budget(EXPORT_MAX_FILES, EXPORT_MAX_BYTES))
 
 
 def _stem(path: pathlib.Path) -> str:
@@ -273,45 +288,69 @@ def shard_of(found: list[Submission], shard: tuple[int, int] | None) -> list[Sub
 
 # ------------------------------------------------------------------ unpacking
 
-def unpack(source: str, private_dir: str) -> Unpacked:
-    """Put the submission's student/ package at private_dir/student, or raise SubmissionError."""
+def unpack(source: str, private_dir: str, *, read_sources: bool = True) -> Unpacked:
+    """Put the submission's student/ package at private_dir/student, or raise SubmissionError. read_sources=False:
+    keep every .py file, unread (fingerprint: whether the reader can read one follows from its bytes)."""
     path = pathlib.Path(source)
     staging = pathlib.Path(private_dir) / ".unpacked"
-    dropped: list[str] = []
     if path.is_file():
-        _extract_zip(path, staging, dropped)
+        _extract_zip(path, staging)
     elif path.is_dir():
-        _copy_tree(path, staging, dropped)
+        _copy_tree(path, staging)
     else:
         raise SubmissionError("not a file or folder")
-    package = _find_package(staging, allow_zip=path.is_dir(), dropped=dropped)
-    note = ""
+    package = _find_package(staging, allow_zip=path.is_dir())
+    notes = []
     if package.name != PACKAGE:   # the graded modules without their folder: the handout's package file joins them
         shutil.copyfile(HANDOUT_INIT, package / "__init__.py")
         found = sorted(p.name for p in package.iterdir() if p.name in graded_modules())
-        note = f"graded {', '.join(found)}, uploaded without their student/ folder"
-    os.rename(package, pathlib.Path(private_dir) / PACKAGE)
+        notes.append(f"graded {', '.join(found)}, uploaded without their student/ folder")
+    package = package.rename(pathlib.Path(private_dir) / PACKAGE)
     shutil.rmtree(staging)
-    flags = _bytecode_flags(pathlib.Path(private_dir) / PACKAGE, dropped)
-    if not (pathlib.Path(private_dir) / PACKAGE / "__init__.py").is_file():
+    left_out = _leave_out_what_is_not_source(package, read_sources)
+    notes += [f"left out {', '.join(_shown(names))}: {why}" for why, names in left_out.items()]
+    flags = _compiled_only_flags(package, left_out.get(NOT_SOURCE, []))
+    if not (package / "__init__.py").is_file():
         raise SubmissionError("student/ has no __init__.py, so it is not a package", flags)
-    return Unpacked(tuple(flags), note)
+    return Unpacked(tuple(flags), "; ".join(notes))
 
 
-def _bytecode_flags(package: pathlib.Path, dropped: list[str]) -> list[str]:
-    """A dropped .pyc whose module has no .py beside it: code shipped only as bytecode."""
+NOT_SOURCE = "only .py source files are graded"
+# What Python imports as a module without its source: bytecode and compiled extensions.
+COMPILED = (*importlib.machinery.BYTECODE_SUFFIXES, *importlib.machinery.EXTENSION_SUFFIXES, ".pyo", ".pyd")
+
+
+def _leave_out_what_is_not_source(package: pathlib.Path, read_sources: bool = True) -> dict[str, list[str]]:
+    """Remove every file of the package that is not source, or is source the forbidden-call rule's reader could not
+    read (so what the reader cannot read never runs). Returns why -> the files left out ("student/x.zip")."""
+    left_out: dict[str, list[str]] = {}
+    for path in sorted(p for p in package.rglob("*") if p.is_file()):
+        if not source_rules.is_source(path.name):
+            why = NOT_SOURCE
+        else:
+            why = source_rules.unreadable(path.read_bytes()) if read_sources else ""
+        if why:
+            path.unlink()
+            if why != NOT_SOURCE or not path.name.startswith("."):   # an editor's or a system's dot-file: unsaid
+                left_out.setdefault(why, []).append(f"{PACKAGE}/{path.relative_to(package).as_posix()}")
+    return left_out
+
+
+def _compiled_only_flags(package: pathlib.Path, left_out: list[str]) -> list[str]:
+    """A module left out in a compiled form (bytecode, an extension) with no source beside it: code shipped only
+    compiled."""
     only = []
-    for name in dropped:
-        stem = pathlib.PurePosixPath(name)
-        module = stem.name.split(".")[0] + ".py"
-        folder = stem.parent.parent if stem.parent.name == "__pycache__" else stem.parent
-        parts = folder.parts[folder.parts.index(PACKAGE) + 1:] if PACKAGE in folder.parts else folder.parts
-        if not package.joinpath(*parts, module).is_file():
+    for name in left_out:
+        path = package.parent / name
+        source = path.with_name(path.name.split(".")[0] + source_rules.SOURCE_SUFFIX)
+        if name.endswith(COMPILED) and not source.exists():
             only.append(name)
-    if not only:
-        return []
-    shown = ", ".join(only[:5]) + (" ..." if len(only) > 5 else "")
-    return [f"code shipped only as bytecode (dropped, not graded): {shown}"]
+    return [f"code shipped only as bytecode or a compiled extension (left out, not graded): "
+            f"{', '.join(_shown(only))}"] if only else []
+
+
+def _shown(names: list[str], most: int = 5) -> list[str]:
+    return names[:most] + ([f"and {len(names) - most} more"] if len(names) > most else [])
 
 
 def open_for_reading(private_dir: str) -> None:
@@ -324,7 +363,7 @@ def open_for_reading(private_dir: str) -> None:
             os.chmod(os.path.join(root, name), 0o644)
 
 
-def _find_package(root: pathlib.Path, allow_zip: bool, dropped: list[str]) -> pathlib.Path:
+def _find_package(root: pathlib.Path, allow_zip: bool) -> pathlib.Path:
     if (root / PACKAGE).is_dir():
         return root / PACKAGE
     children = [c for c in root.iterdir() if c.name not in IGNORED and not c.name.startswith((".", "._"))]
@@ -334,8 +373,8 @@ def _find_package(root: pathlib.Path, allow_zip: bool, dropped: list[str]) -> pa
     zips = [c for c in children if c.is_file() and c.name.lower().endswith(".zip")]
     if allow_zip and len(zips) == 1 and not folders:
         inner = root / ".inner"
-        _extract_zip(zips[0], inner, dropped)
-        return _find_package(inner, allow_zip=False, dropped=dropped)
+        _extract_zip(zips[0], inner)
+        return _find_package(inner, allow_zip=False)
     if not children:
         raise SubmissionError("empty submission: no files")
     flat = _flat_package(root) or (len(folders) == 1 and _flat_package(folders[0]))
@@ -402,14 +441,8 @@ def _safe_parts(name: str) -> list[str]:
     return parts
 
 
-def _is_bytecode(name: str) -> bool:
-    return name.lower().endswith((".pyc", ".pyo"))
-
-
-def _extract_zip(path: pathlib.Path, dest: pathlib.Path, dropped: list[str] | None,
-                 budget: _Budget | None = None) -> None:
-    """Extract under the rules above; bytecode goes to `dropped`, or is kept when dropped is None (an export:
-    each of its submissions drops and flags its own when it is unpacked)."""
+def _extract_zip(path: pathlib.Path, dest: pathlib.Path, budget: _Budget | None = None) -> None:
+    """Extract under the rules above (what is not source is left out of the package afterwards: unpack)."""
     budget = budget or _Budget()
     _check_directory(path, budget.max_files)
     try:
@@ -429,9 +462,6 @@ def _extract_zip(path: pathlib.Path, dest: pathlib.Path, dropped: list[str] | No
             if member.flag_bits & 0x1:
                 raise SubmissionError(f"encrypted zip entries are not supported: {member.filename!r}")
             if not parts or any(p in IGNORED for p in parts):
-                continue
-            if dropped is not None and _is_bytecode(parts[-1]) and not member.is_dir():
-                dropped.append("/".join(parts))
                 continue
             _claim(seen, parts, "folder" if member.is_dir() else "file", member.filename)
             target = dest.joinpath(*parts)
@@ -488,7 +518,7 @@ def _copy_limited(source, target: pathlib.Path, what: str) -> None:
             out.write(chunk)
 
 
-def _copy_tree(source: pathlib.Path, dest: pathlib.Path, dropped: list[str]) -> None:
+def _copy_tree(source: pathlib.Path, dest: pathlib.Path) -> None:
     budget = _Budget()
     dest.mkdir(parents=True)
     for root, dirs, files in os.walk(source):
@@ -501,9 +531,6 @@ def _copy_tree(source: pathlib.Path, dest: pathlib.Path, dropped: list[str]) -> 
         for name in dirs:
             (dest / relative / name).mkdir()
         for name in files:
-            if _is_bytecode(name):
-                dropped.append((relative / name).as_posix())
-                continue
             full = os.path.join(root, name)
             if not stat.S_ISREG(os.lstat(full).st_mode):
                 raise SubmissionError(f"not a regular file: {relative / name}")
@@ -520,15 +547,16 @@ CONTENT_DIGEST = "unpacked-sha256:"   # what fingerprint() returns begins with t
 def fingerprint(location: str, scratch: str) -> str:
     """A digest of exactly what is graded: the submission unpacked as its worker unpacks it (every file kept,
     names and contents, in sorted order, with no cap: the unpacking's own limits bound it), what the unpacking
-    dropped and says about it, or why it refuses the submission. Files the unpacking skips (.git, __pycache__,
-    bytecode) change nothing graded and nothing here. A result remembers it, so that a submission changed since
+    dropped and says about it, or why it refuses the submission (every .py file counted, read or not by the rule's
+    reader: whether it can be follows from its bytes). Files the unpacking skips unsaid (.git, __pycache__) change
+    nothing graded and nothing here. A result remembers it, so that a submission changed since
     it was graded is graded again. scratch: a private folder of the grader's to unpack into (emptied after)."""
     import hashlib
     digest = hashlib.sha256()
     folder = tempfile.mkdtemp(prefix="fingerprint-", dir=scratch)
     try:
         try:
-            unpacked = unpack(location, folder)
+            unpacked = unpack(location, folder, read_sources=False)   # parsing every source costs the batch
         except SubmissionError as error:
             digest.update(b"refused\0" + os.fsencode(str(error)) + b"\0" + os.fsencode("\0".join(error.flags)))
             return CONTENT_DIGEST + digest.hexdigest()

@@ -8,6 +8,7 @@ forged answer that got past every check could not make it allocate or compute wi
 from __future__ import annotations
 
 import os
+import pathlib
 import sys
 
 import pytest
@@ -79,6 +80,7 @@ def grade(control, limits: Limits, package: str, hidden_files: bool = True, gpu:
         sys.path.insert(0, str(REPO))
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     os.environ.update(gpu_environment(gpu))   # before anything asks CUDA: it reads this when it starts
+    from grader import source_rules
     from grader.gateway.client import SandboxGateway, SessionLog, Spawner
     from grader.run import public_checks as public
     from grader.scoring import error_results, gradescope_results
@@ -103,19 +105,20 @@ def grade(control, limits: Limits, package: str, hidden_files: bool = True, gpu:
     with open("sandbox-output.txt", "wb") as handle:   # in the trusted process's own folder, for --keep
         handle.write(bytes(log.output))
     report = plugin.report() if plugin.outcomes else None
-    flags = flags_of(log, plugin.flags()) + [f"in the public checks: {flag}" for flag in flags_of(checks_log, [])]
-    status, message = judge(log, limits, exit_code, report)
+    flags = flags_of(log, plugin.flags()) + source_rules.loaded_flags(pathlib.Path(package))
+    flags += [f"in the public checks: {flag}" for flag in flags_of(checks_log, [])]
+    status, message, details = judge(log, limits, exit_code, report)
     if report is None or log.broken is not None:
         return Outcome("error", message, engine_failure=True, flags=flags)
     if log.import_failure is not None or imports_nothing(log.unloadable):
         # Nothing could be called: every answer was the import's error, which earns nothing (a ValueError at
         # import must not pass the tests that expect one). Said once, at the top.
-        results = error_results(status, message, extra_output=feedback_notes(log, flags))
+        results = error_results(status, details, extra_output=feedback_notes(log, flags))
         results["tests"] += checks
         return Outcome(status, message, max_score=report.max_score, results=results, flags=flags,
                        part_scores={str(p): 0.0 for p in report.part_scores},
                        part_max={str(p): s for p, s in report.part_max.items()})
-    lead = "" if status == "graded" and not message else f"{status}: {message}"
+    lead = "" if status == "graded" and not details else f"{status}: {details}"
     results = gradescope_results(report, extra_output=feedback_notes(log, flags), lead=lead)
     results["tests"] += checks
     return Outcome(status, message, score=report.score, max_score=report.max_score,
@@ -124,36 +127,76 @@ def grade(control, limits: Limits, package: str, hidden_files: bool = True, gpu:
                    engine_failure=exit_code not in (0, 1), flags=flags)   # pytest itself failed: the engine's fault
 
 
-def judge(log, limits: Limits, exit_code: int, report) -> tuple[str, str]:
-    """(status, one-line message) for the gradebook."""
+# What hidden calls met, said at once: the kind only. Which calls, and how many, are chosen by code that saw the
+# hidden inputs (a crash in every call whose inputs hold a 5 names a subset of the graded names), so they wait for
+# the hidden tests' results (the feedback's lead, shown with the summary).
+WITH_THE_RESULTS = " (which, and how often: with the hidden tests' results)"
+CALLS_AT_ONCE = {"timeouts": "calls of your code timed out" + WITH_THE_RESULTS,
+                 "refusals": "answers of your code were refused as malformed or forged" + WITH_THE_RESULTS,
+                 "crashes": "the sandbox died in calls of your code and was restarted" + WITH_THE_RESULTS}
+LATE_FAILURE = "importing student failed in a sandbox started after hidden tests had run" + WITH_THE_RESULTS
+LATE_UNLOADABLE = ("a sandbox started after hidden tests had run could not import some graded names"
+                   + WITH_THE_RESULTS)
+
+
+def judge(log, limits: Limits, exit_code: int, report) -> tuple[str, str, str]:
+    """(status, message, details). message: the gradebook's one line, which students read at once, so it holds only
+    what the submission's code could not choose after it saw hidden inputs (its first sandbox's import; which kind
+    of trouble hidden calls met). details: the same line with which calls and how many, for the feedback."""
     if log.broken is not None:
-        return "error", f"grader error: {log.broken}"
+        return _same("error", f"grader error: {log.broken}")
     if exit_code not in (0, 1) or report is None:
-        return "error", f"grader error: the grading suite exited with code {exit_code} (see the engine's log)"
+        return _same("error", f"grader error: the grading suite exited with code {exit_code} (see the engine's log)")
     if log.import_failure is not None:
         failure = log.import_failure
         status = "timeout" if failure.type_name == "Timeout" else "error"
-        return status, _one_line(f"{failure.type_name}: {failure.message}")
+        details = _one_line(f"{failure.type_name}: {failure.message}")
+        return status, LATE_FAILURE if _late(failure.message) else details, details
+    unloadable, unloadable_details = _unloadable_notes(log.unloadable)
     if imports_nothing(log.unloadable):
-        return "error", unloadable_note(log.unloadable, nothing=True)
-    status, message = _judge_calls(log, limits)
-    return status, "; ".join(filter(None, [message, unloadable_note(log.unloadable)]))
+        return "error", unloadable, unloadable_details
+    status, calls, calls_details = _judge_calls(log, limits)
+    return (status, "; ".join(filter(None, [calls, unloadable])),
+            "; ".join(filter(None, [calls_details, unloadable_details])))
 
 
-def _judge_calls(log, limits: Limits) -> tuple[str, str]:
+def _same(status: str, message: str) -> tuple[str, str, str]:
+    return status, message, message
+
+
+def _judge_calls(log, limits: Limits) -> tuple[str, str, str]:
     if log.budget_exhausted:
-        return "timeout", (f"time budget of {limits.budget:g} s used up (CPU time, or wall-clock time not spent "
-                           f"waiting for a CPU); the points earned before are kept, later calls were not run")
+        return _same("timeout", f"time budget of {limits.budget:g} s used up (CPU time, or wall-clock time not spent "
+                                f"waiting for a CPU); the points earned before are kept, later calls were not run")
     if log.timeouts:
         names = ", ".join(sorted(set(log.timeouts)))
-        return "timeout", f"{len(log.timeouts)} call(s) timed out: {names}"
+        return "timeout", CALLS_AT_ONCE["timeouts"], f"{len(log.timeouts)} call(s) timed out: {names}"
     if log.refusals:
         names = ", ".join(sorted(set(log.refusals)))
-        return "graded", f"{len(log.refusals)} answer(s) refused as malformed or forged: {names}"
+        return ("graded", CALLS_AT_ONCE["refusals"],
+                f"{len(log.refusals)} answer(s) refused as malformed or forged: {names}")
     if log.crashes:
         names = ", ".join(sorted(set(log.crashes)))
-        return "graded", f"the sandbox died in {len(log.crashes)} call(s) and was restarted: {names}"
-    return "graded", ""
+        return ("graded", CALLS_AT_ONCE["crashes"],
+                f"the sandbox died in {len(log.crashes)} call(s) and was restarted: {names}")
+    return _same("graded", "")
+
+
+def _unloadable_notes(unloadable: dict[str, str]) -> tuple[str, str]:
+    """(at once, in full): the graded names that could not be imported. Those a sandbox started after hidden calls
+    failed to import (_late) are chosen by code that saw hidden inputs: not named at once."""
+    nothing = imports_nothing(unloadable)
+    full = unloadable_note(unloadable, nothing=nothing)
+    early = {name: why for name, why in unloadable.items() if not _late(why)}
+    if len(early) == len(unloadable):
+        return full, full
+    return "; ".join(filter(None, [unloadable_note(early), LATE_UNLOADABLE])), full
+
+
+def _late(report: str) -> bool:
+    """Whether an import's report is a sandbox's that started after hidden calls (the gateway's own words say so)."""
+    from grader.gateway.client import LATE_IMPORT  # here: the gateway imports torch, the trusted process's alone
+    return LATE_IMPORT in report
 
 
 def imports_nothing(unloadable: dict[str, str]) -> bool:

@@ -27,6 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from grader import source_rules
 from grader.contain import disk, isolation, memcg, processes
 from grader.contain.load_free import LoadFreeClock
 from grader.gateway.client import SECOND_WANTED, SPAWNED
@@ -64,6 +65,7 @@ def grade_one(source: str, settings: Settings, private_fds=(), keep: str | None 
     private_dir = tempfile.mkdtemp(prefix="sub-", dir=settings.sandbox_root)
     work_dir = tempfile.mkdtemp(prefix="grade-", dir=settings.trusted_root)
     try:
+        source_rules.remember(settings.known_sources)   # the handout's files: read by the batch, not again here
         try:
             unpacked = submissions.unpack(source, private_dir)
         except submissions.SubmissionError as error:
@@ -113,10 +115,7 @@ def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fd
             # The template's objects (torch's) are never garbage here: frozen, no collection scans them again. A
             # full collection while pytest imports would (0.1 s). Never in a sandbox: its code may look for them.
             gc.freeze()
-            from grader import source_rules
             from grader.run import trusted  # pytest with it: in this process, unless the template had it
-
-            source_rules.remember(settings.known_sources)
 
             package = os.path.join(private_dir, submissions.PACKAGE)
             trusted.run(theirs, work_dir, settings.limits, package, settings.plan.hides_the_graders_files(), gpu,
