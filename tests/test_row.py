@@ -12,7 +12,8 @@ from grader.run.submissions import Submission
 FULL = {"submission": "Ada & Alan", "status": "graded", "score": 87.5, "max_score": 100.0, "message": "",
         "part1": 10.0, "part2": 27.5, "submission_id": "101",
         "submitters": [{"name": "Ada", "sid": "0042", "email": "ada@example.edu"}],
-        "gradescope_score": 87.5, "late": "", "isolation": "isolated: pid", "flags": "", "peak_memory_mib": "",
+        "gradescope_score": 87.5, "late": "", "late_penalty": 0.0, "grade": 87.5, "isolation": "isolated: pid",
+        "flags": "", "peak_memory_mib": "",
         "slug": "Ada_Alan", "source": "/class/ada.zip", "seconds": 1.2, "engine_failure": False, "attempts": 1,
         "content": "unpacked-sha256:ab", "graded_with": "sha256:cd"}
 
