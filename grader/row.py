@@ -58,6 +58,7 @@ class Row:
     attempts: int = 1                              # gradings that the engine failed, this one included
     content: str | None = None                     # digest of what was graded (changes.py)
     graded_with: str | None = None                 # digest of the suite and limits it was graded with
+    environment: str = ""                          # Python, torch (a GPU run: CUDA, driver, GPU) it was graded on
 
     def __post_init__(self):
         if self.status not in STATUSES:

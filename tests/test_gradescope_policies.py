@@ -87,6 +87,8 @@ def test_a_history_played_through_the_harness_shows_each_policy_act(gradescope_r
                               tmp_path / "history", previous=EARLIER, due_date=DUE)
     assert over.returncode == 0 and over.results["score"] == 55.0 and over.results["tests"] == []
     assert "none left until 2026-01-31 09:00 -0800" in over.results["output"]
+    assert over.stdout.startswith("Past the course's submission budget: not counted")   # the instructor's view
     assert late.returncode == 0, late.stdout[-3000:]
     assert late.results["score"] == 80.0 and "20% of the score deducted" in late.results["output"]
     assert late.results["tests"] == gradescope_reference.results["tests"]
+    assert "Graded on: python 3." in late.stdout and "; suite sha256:" in late.stdout   # to reproduce the score

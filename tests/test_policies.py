@@ -13,7 +13,7 @@ from autograder.exports import read_metadata
 from autograder.reports import recorded_scores
 from grader.policies import budget, late
 from grader.row import Row
-from grader.run import gradebook, recorded, submissions
+from grader.run import changes, environment, gradebook, recorded, submissions
 
 DEFAULTS = SPEC.settings.__class__()
 PER_DAY = dataclasses.replace(DEFAULTS, late_policy="per_day", late_deduction=10.0, late_cap=30.0)
@@ -127,3 +127,22 @@ def test_a_ten_percent_a_day_policy_on_an_export_with_late_students_keeps_the_ra
     assert [r.submission for r in recorded_scores.disagreements(rows, TEN_PERCENT_A_DAY)] == ["Bob"]
     on_gradescope = dataclasses.replace(TEN_PERCENT_A_DAY, late_on_gradescope=True)
     assert [r.submission for r in recorded_scores.disagreements(rows, on_gradescope)] == ["Cy"]
+
+
+def test_what_a_score_was_graded_on_names_the_gpu_only_in_a_gpu_run_and_a_change_of_it_shows(tmp_path):
+    proc = tmp_path / "nvidia"
+    (proc / "gpus" / "0000:01:00.0").mkdir(parents=True)
+    (proc / "version").write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.86.15  Thu Jan  1 2026\n")
+    (proc / "gpus" / "0000:01:00.0" / "information").write_text("Model: \t\t NVIDIA H200\nIRQ:   \t\t 42\n")
+    on_cpu, on_gpu = environment.describe(False, proc), environment.describe(True, proc)
+    assert on_cpu.startswith("python 3.") and "; torch 2." in on_cpu and "GPU" not in on_cpu
+    assert on_gpu.startswith(on_cpu + "; CUDA ") and on_gpu.endswith("; driver 570.86.15; GPU NVIDIA H200")
+    # a regrade on another environment is listed in changes.csv even where no score moved
+    before, after = Row("graded", "ada", score=100.0, slug="ada"), Row("graded", "ada", score=100.0, slug="ada")
+    before.environment, after.environment = on_cpu, on_gpu
+    (tmp_path / "results").mkdir()
+    assert changes.compare(({"s": before}, tmp_path / "results"), ({"s": before}, tmp_path / "results")) == []
+    [change] = changes.compare(({"s": before}, tmp_path / "results"), ({"s": after}, tmp_path / "results"))
+    changes.write(tmp_path / "changes.csv", [change])
+    [written] = csv.DictReader((tmp_path / "changes.csv").open())
+    assert written["change"] == "0.0" and written["environment"] == f"{on_cpu} -> {on_gpu}"

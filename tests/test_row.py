@@ -15,7 +15,7 @@ FULL = {"submission": "Ada & Alan", "status": "graded", "score": 87.5, "max_scor
         "gradescope_score": 87.5, "late": "", "late_penalty": 0.0, "grade": 87.5, "isolation": "isolated: pid",
         "flags": "", "peak_memory_mib": "",
         "slug": "Ada_Alan", "source": "/class/ada.zip", "seconds": 1.2, "engine_failure": False, "attempts": 1,
-        "content": "unpacked-sha256:ab", "graded_with": "sha256:cd"}
+        "content": "unpacked-sha256:ab", "graded_with": "sha256:cd", "environment": "python 3.11.7; torch 2.13.0+cpu"}
 
 
 def test_a_row_reads_back_as_it_was_written_flat_as_the_csv_is():

@@ -67,6 +67,10 @@ def report(results: dict) -> str:
     if row.message:
         lines.append(f"Reason: {row.message}")
     lines += [f"  part{number}: {points:g}" for number, points in sorted(row.parts.items())]
+    if row.environment:   # so that the score can be reproduced
+        lines.append(f"Graded on: {row.environment}; suite {row.graded_with}")
+    if (results.get("extra_data") or {}).get(course_policies.COUNTED) is False:
+        lines.insert(0, "Past the course's submission budget: not counted (the score is the last counted one's)")
     lines.append(f"Students see now: {results['output']}")
     for moment, words in (("visible", "with it, at once"), ("after_due_date", "after the due date"),
                           ("after_published", "after publication")):

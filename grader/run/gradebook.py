@@ -11,7 +11,9 @@ where the kernel's memory layer measured it; empty elsewhere), late (hours after
 from an export's metadata and --due; empty where a date is unknown), late_penalty (the percent of the score the
 course's late policy deducted), grade (the score after it: the column to import; it equals score where no
 policy is set) and gradescope_score (the score Gradescope recorded in the export; the reports' gradescope.csv
-lists every submission where ours differs), results_file (the row's feedback file in the output folder).
+lists every submission where ours differs), environment (what it was graded on: Python, torch and, in a GPU
+run, CUDA, the driver and the GPU model: environment.py), results_file (the row's feedback file in the output
+folder).
 
 Every file is written to a temporary name and moved into place (os.replace), so a run
 killed half way leaves only complete files; a result file present means "graded". A result
@@ -146,10 +148,10 @@ STUDENT_COLUMNS = ("name", "sid", "email", "submission_id", "group")
 def columns() -> list[str]:
     return [*STUDENT_COLUMNS, "submission", "score", "max_score", "status", "message",
             *[f"part{p}" for p in PART_POINTS], "isolation", "flags", "peak_memory_mib", "late", "late_penalty",
-            "grade", "gradescope_score", "results_file"]
+            "grade", "gradescope_score", "environment", "results_file"]
 
 
-TEXT_COLUMNS = (*STUDENT_COLUMNS, "submission", "message", "isolation", "flags", "results_file")
+TEXT_COLUMNS = (*STUDENT_COLUMNS, "submission", "message", "isolation", "flags", "environment", "results_file")
 
 
 def results_file(row: Row) -> str:
