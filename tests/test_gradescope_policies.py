@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import zipfile
 
 from assignment.spec import SPEC
 from autograder.otter import harness, packaging
@@ -92,3 +93,20 @@ def test_a_history_played_through_the_harness_shows_each_policy_act(gradescope_r
     assert late.results["score"] == 80.0 and "20% of the score deducted" in late.results["output"]
     assert late.results["tests"] == gradescope_reference.results["tests"]
     assert "Graded on: python 3." in late.stdout and "; suite sha256:" in late.stdout   # to reproduce the score
+
+
+def test_past_the_budget_an_engine_failure_still_keeps_the_last_counted_score(tmp_path):
+    """over_budget = "grade_hidden" grades for the instructor: where that grading fails (the grader's fault), the
+    student keeps the last counted score, never the failure's 0."""
+    built = packaging.build_autograder_zip(tmp_path / "built.zip", {"allowed_submissions": 3,
+                                                                    "over_budget": "grade_hidden"})
+    broken = tmp_path / "autograder.zip"
+    with zipfile.ZipFile(built) as source, zipfile.ZipFile(broken, "w") as target:
+        for item in source.infolist():
+            exploded = item.filename == "grader/run/command.py"
+            target.writestr(item, b"import sys\nsys.exit(3)\n" if exploded else source.read(item))
+    upload = tmp_path / "upload.zip"
+    with zipfile.ZipFile(upload, "w") as zf:
+        zf.writestr("student/__init__.py", "")
+    [run] = harness.play(broken, [(upload, "2026-01-30T11:00:00-08:00")], tmp_path / "history", previous=EARLIER)
+    assert run.results["score"] == 55.0 and run.results["extra_data"] == {course_policies.COUNTED: False}

@@ -34,6 +34,7 @@ def test_an_engine_row_goes_through_its_results_file_and_back(tmp_path):
     gradebook.write_result(tmp_path, row, gradebook.results_document(outcome, row))
     assert gradebook.read_row(tmp_path / "results" / "ada.json") == row
     assert row.part(1) == 10.0 and row.peak_memory_mib == 3.0 and row.gradescope_score is None
+    assert row.grade == row.score == 42.0 and row.late_penalty == 0.0   # no late policy: the grade is the score
 
 
 @pytest.mark.parametrize("change", [

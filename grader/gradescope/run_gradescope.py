@@ -46,8 +46,13 @@ def grade(root: pathlib.Path, *, skip: AbstractSet[str] = frozenset()) -> dict:
     allowance = course_policies.allowance(metadata, spec.settings)
     if not allowance.counts and spec.settings.over_budget == "keep_last":   # past the budget: not even graded
         return course_policies.not_counted(allowance, time.perf_counter() - start)
-    results = engine_bridge.grade_submission(root / "submission", root / "source", skip=skip, private=private,
-                                             public_checks=spec.settings.public_checks)
+    try:
+        results = engine_bridge.grade_submission(root / "submission", root / "source", skip=skip, private=private,
+                                                 public_checks=spec.settings.public_checks)
+    except engine_bridge.GradingFailed:
+        if allowance.counts:
+            raise
+        return course_policies.not_counted(allowance, time.perf_counter() - start)   # never a lower grade
     shown = gradescope_view.present(results, spec, time.perf_counter() - start)
     if not allowance.counts:
         return course_policies.not_counted(allowance, time.perf_counter() - start, shown)
