@@ -31,10 +31,11 @@ class SpecError(ValueError):
     """The declaration cannot be used: the message names the file, the key and what to write instead."""
 
 
-def setting(default, meaning: str, *, choices: tuple = (), positive: bool = False):
+def setting(default, meaning: str, *, choices: tuple = (), positive: bool = False, at_most: float | None = None):
     """One course setting: its default and meaning (its type is the field's annotation), as otter declares
-    its configuration keys with fica.Key."""
-    return field(default=default, metadata={"meaning": meaning, "choices": choices, "positive": positive})
+    its configuration keys with fica.Key. A number is never negative; positive: nor 0; at_most: its largest."""
+    return field(default=default, metadata={"meaning": meaning, "choices": choices, "positive": positive,
+                                            "at_most": at_most})
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,9 @@ class Settings:
                 'penalised one (grade)', choices=LATE_POLICIES)
     late_grace_hours: float = setting(
         0.0, "hours after the due date that count as on time (a late policy counts lateness from their end)")
-    late_deduction: float = setting(10.0, "percent of the score deducted per started hour or day late")
-    late_cap: float = setting(100.0, "the most percent of the score a late policy deducts")
+    late_deduction: float = setting(10.0, "percent of the score deducted per started hour or day late",
+                                    at_most=100.0)
+    late_cap: float = setting(100.0, "the most percent of the score a late policy deducts", at_most=100.0)
     late_days: float = setting(0.0, 'days late that cost nothing under late_policy = "late_days"')
     late_on_gradescope: bool = setting(
         False, "the Gradescope runtime applies the late policy too, from the submission's created_at and the "
@@ -391,9 +393,10 @@ def _setting_value(key: str, value, declared, where: str):
         return value
     if float in allowed:   # never negative; zero too where the setting is positive
         number = type(value) in (int, float) and math.isfinite(value)
-        if not number or value < 0 or (meta["positive"] and value == 0):
+        if not number or value < 0 or (meta["positive"] and value == 0) or value > (meta["at_most"] or math.inf):
+            most = f" of at most {meta['at_most']:g}" if meta["at_most"] else ""
             raise SpecError(f"{where}: {key} must be a {'positive' if meta['positive'] else 'non-negative'} "
-                            f"number, got {value!r}: write for example "
+                            f"number{most}, got {value!r}: write for example "
                             f"{key} = {the_field.default if the_field.default is not None else 100} "
                             f"(meaning: {meta['meaning']})")
         return float(value)

@@ -40,6 +40,8 @@ BROKEN = {
                              r"budget must be a positive number.*budget = 240"),
     "a negative number": (("\n[settings]\n", "\n[settings]\nlate_grace_hours = -1\n"),
                           r"late_grace_hours must be a non-negative number"),
+    "more than the whole score": (("\n[settings]\n", "\n[settings]\nlate_cap = 150\n"),
+                                  r"late_cap must be a non-negative number of at most 100"),
     "a part of a submission": (("\n[settings]\n", "\n[settings]\nallowed_submissions = 2.5\n"),
                                r"allowed_submissions must be a whole number above 0.*allowed_submissions = 3"),
     "a choice not offered": (("\n[settings]\n", '\n[settings]\nforbidden_calls = "ignore"\n'),
