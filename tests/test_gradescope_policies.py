@@ -29,6 +29,13 @@ def graded(score: float = 90.0) -> dict:
             "extra_data": {"gradebook_row": row.to_json(), "flags": []}}
 
 
+def empty_upload(path):
+    """An upload with nothing graded in it: cheap, where the test is about what happens around the grading."""
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("student/__init__.py", "")
+    return path
+
+
 def metadata(created_at: str, previous=(), **dates) -> dict:
     return harness.submission_metadata(created_at=created_at, previous=list(previous), **dates)
 
@@ -105,8 +112,14 @@ def test_past_the_budget_an_engine_failure_still_keeps_the_last_counted_score(tm
         for item in source.infolist():
             exploded = item.filename == "grader/run/command.py"
             target.writestr(item, b"import sys\nsys.exit(3)\n" if exploded else source.read(item))
-    upload = tmp_path / "upload.zip"
-    with zipfile.ZipFile(upload, "w") as zf:
-        zf.writestr("student/__init__.py", "")
+    upload = empty_upload(tmp_path / "upload.zip")
     [run] = harness.play(broken, [(upload, "2026-01-30T11:00:00-08:00")], tmp_path / "history", previous=EARLIER)
     assert run.results["score"] == 55.0 and run.results["extra_data"] == {course_policies.COUNTED: False}
+
+
+def test_the_harness_command_plays_a_history_of_times_and_scores(tmp_path, capsys):
+    kept = packaging.build_autograder_zip(tmp_path / "kept.zip", {"allowed_submissions": 3})
+    upload = empty_upload(tmp_path / "upload.zip")
+    history = [f"--previous={p['submission_time']}={p['score']}" for p in EARLIER]
+    assert harness.main([str(kept), str(upload), "--at", "2026-01-30T11:00:00-08:00", *history]) == 0
+    assert '"score": 55.0' in capsys.readouterr().out   # a fourth in a day (keep_last: not even graded)

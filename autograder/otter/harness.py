@@ -1,6 +1,7 @@
 """Gradescope's autograder harness rebuilt in a temporary folder: no Docker, no network.
 
     python -m autograder.otter.harness dist/autograder.zip SUBMISSION.zip [--keep DIR]
+                                       [--at TIME] [--due TIME] [--previous TIME=SCORE ...]
     run(autograder_zip, submission, workdir) -> Run(returncode, results, stdout, seconds, root)
     play(autograder_zip, [(upload, created_at), ...], workdir, previous=...) -> [Run, ...]: a submission history,
         each upload graded with the earlier ones as its previous_submissions (the budget and late policy act)
@@ -125,7 +126,20 @@ def main(argv=None) -> int:
     parser.add_argument("submission", type=pathlib.Path, help="what the student uploads (a .zip, or one file)")
     parser.add_argument("--keep", type=pathlib.Path, metavar="DIR",
                         help="lay the layout out in DIR/autograder and keep it (default: a temporary folder)")
+    parser.add_argument("--at", default=CREATED_AT, metavar="TIME",
+                        help=f"when the upload is submitted (created_at; default {CREATED_AT})")
+    parser.add_argument("--due", default=DUE_DATE, metavar="TIME", help=f"the due date (default {DUE_DATE})")
+    parser.add_argument("--previous", action="append", default=[], metavar="TIME=SCORE",
+                        help="an earlier submission of the student's, at TIME with SCORE (repeat it: the course's "
+                             "submission budget counts them)")
     args = parser.parse_args(argv)
+    previous = []
+    for text in args.previous:
+        at, _, score = text.rpartition("=")
+        try:
+            previous.append(previous_submission(at, float(score)))
+        except ValueError:
+            parser.error(f"--previous {text!r}: write TIME=SCORE, e.g. 2026-01-30T09:00:00-08:00=40")
     for path in (args.autograder_zip, args.submission):
         if path.is_dir():
             parser.error(f"{path} is a folder: Gradescope takes files (give the zip `python -m student.submit` "
@@ -135,7 +149,8 @@ def main(argv=None) -> int:
     from grader.gradescope import gradescope_schema
 
     with tempfile.TemporaryDirectory(prefix="gradescope-harness-") as scratch:
-        outcome = run(args.autograder_zip, args.submission, args.keep or scratch)
+        metadata = submission_metadata(created_at=args.at, due_date=args.due, previous=previous)
+        outcome = run(args.autograder_zip, args.submission, args.keep or scratch, metadata=metadata)
         print(outcome.stdout, end="")
         print(f"\nrun_autograder exit {outcome.returncode} after {outcome.seconds:.1f} s")
         if outcome.results is None:
