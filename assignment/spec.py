@@ -23,16 +23,19 @@ SPEC_FILE = pathlib.Path(__file__).resolve().with_name("assignment.toml")
 # When students see a part's hidden results on Gradescope (its results.json visibility values).
 VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
 FORBIDDEN_POLICIES = ("cost", "flag")
+LATE_POLICIES = ("none", "per_hour", "per_day", "late_days")
+OVER_BUDGET = ("keep_last", "grade_hidden")
 
 
 class SpecError(ValueError):
     """The declaration cannot be used: the message names the file, the key and what to write instead."""
 
 
-def setting(default, meaning: str, *, choices: tuple = (), positive: bool = False):
+def setting(default, meaning: str, *, choices: tuple = (), positive: bool = False, at_most: float | None = None):
     """One course setting: its default and meaning (its type is the field's annotation), as otter declares
-    its configuration keys with fica.Key."""
-    return field(default=default, metadata={"meaning": meaning, "choices": choices, "positive": positive})
+    its configuration keys with fica.Key. A number is never negative; positive: nor 0; at_most: its largest."""
+    return field(default=default, metadata={"meaning": meaning, "choices": choices, "positive": positive,
+                                            "at_most": at_most})
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,33 @@ class Settings:
                 'F.scaled_dot_product_attention (or a forward(fused=True) that does not go through '
                 'self._fused_attention): "cost" takes the points of every test that ran it (and flags it), "flag" '
                 'only flags it for the instructor', choices=FORBIDDEN_POLICIES)
+    # The late policy (grader/policies/late.py applies it): off by default.
+    late_policy: str = setting(
+        "none", 'what lateness costs: "per_hour" or "per_day" deducts late_deduction percent of the score per '
+                'started hour or day late (at most late_cap), "late_days" deducts nothing for late_days days and '
+                'late_cap percent after; "none": nothing. The gradebook keeps the raw score (score) beside the '
+                'penalised one (grade)', choices=LATE_POLICIES)
+    late_grace_hours: float = setting(
+        0.0, "hours after the due date that count as on time (a late policy counts lateness from their end)")
+    late_deduction: float = setting(10.0, "percent of the score deducted per started hour or day late",
+                                    at_most=100.0)
+    late_cap: float = setting(100.0, "the most percent of the score a late policy deducts", at_most=100.0)
+    late_days: float = setting(0.0, 'days late that cost nothing under late_policy = "late_days"')
+    late_on_gradescope: bool = setting(
+        False, "the Gradescope runtime applies the late policy too, from the submission's created_at and the "
+               "assignment's due_date (past its late_due_date: late_cap), and the student reads what it deducted")
+    # The submission budget (grader/policies/budget.py; Gradescope only: the batch grades what it is given).
+    allowed_submissions: int | None = setting(
+        None, "submissions that count (are graded and show their results) in any submission_window_hours, on "
+              "Gradescope, from its previous_submissions; absent: no budget (otter's RateLimiting key)",
+        positive=True)
+    submission_window_hours: float = setting(
+        24.0, "the rolling window allowed_submissions counts in, in hours", positive=True)
+    over_budget: str = setting(
+        "keep_last", 'what a submission past the budget gets: "keep_last" is not graded and keeps the score of '
+                     'the last one that counted; "grade_hidden" is graded for the instructor alone and keeps that '
+                     'score too. Either shows nothing of the hidden tests, and says when the next one counts',
+        choices=OVER_BUDGET)
 
 
 # Otter's names for settings of ours (otter_config.json keys an Otter instructor already writes).
@@ -356,9 +386,17 @@ def _setting_value(key: str, value, declared, where: str):
             raise SpecError(f"{where}: {key} must be true or false, got {value!r}: write {key} = "
                             f"{str(the_field.default).lower()} (meaning: {meta['meaning']})")
         return value
-    if float in allowed:
-        if type(value) not in (int, float) or not math.isfinite(value) or (meta["positive"] and value <= 0):
-            raise SpecError(f"{where}: {key} must be a positive number, got {value!r}: write for example "
+    if int in allowed:
+        if type(value) is not int or value < 0 or (meta["positive"] and value == 0):
+            raise SpecError(f"{where}: {key} must be a whole number{' above 0' if meta['positive'] else ''}, got "
+                            f"{value!r}: write for example {key} = 3 (meaning: {meta['meaning']})")
+        return value
+    if float in allowed:   # never negative; zero too where the setting is positive
+        number = type(value) in (int, float) and math.isfinite(value)
+        if not number or value < 0 or (meta["positive"] and value == 0) or value > (meta["at_most"] or math.inf):
+            most = f" of at most {meta['at_most']:g}" if meta["at_most"] else ""
+            raise SpecError(f"{where}: {key} must be a {'positive' if meta['positive'] else 'non-negative'} "
+                            f"number{most}, got {value!r}: write for example "
                             f"{key} = {the_field.default if the_field.default is not None else 100} "
                             f"(meaning: {meta['meaning']})")
         return float(value)

@@ -38,7 +38,7 @@ class Submitter:
 class Row:
     status: str                                    # one of STATUSES
     submission: str = ""                           # the submission's name: file, folder, or its students' names
-    score: float = 0.0
+    score: float = 0.0                             # the raw score: what the tests gave, before any policy
     max_score: float = 0.0
     message: str = ""                              # one line, made safe for CSV and terminal
     parts: dict[int, float] = field(default_factory=dict)   # part number -> points
@@ -46,6 +46,8 @@ class Row:
     submitters: list[Submitter] = field(default_factory=list)
     gradescope_score: float | None = None          # what Gradescope recorded (an export)
     late: float | None = None                      # hours after the due date (0 on time; None: unknown)
+    late_penalty: float = 0.0                      # percent of the score the course's late policy deducted
+    grade: float = 0.0                             # the score after the late policy: the grade (gradebook.py)
     isolation: str = ""                            # which kernel layers held
     flags: str = ""                                # for the instructor, "; "-separated; never points
     peak_memory_mib: float | None = None           # the most one sandbox's processes held together
@@ -56,6 +58,7 @@ class Row:
     attempts: int = 1                              # gradings that the engine failed, this one included
     content: str | None = None                     # digest of what was graded (changes.py)
     graded_with: str | None = None                 # digest of the suite and limits it was graded with
+    environment: str = ""                          # Python, torch (a GPU run: CUDA, driver, GPU) it was graded on
 
     def __post_init__(self):
         if self.status not in STATUSES:

@@ -12,7 +12,7 @@ import pytest
 
 from autograder.samples import write_submission
 from grader.row import Row
-from grader.run import batch, submissions
+from grader.run import batch, environment, submissions
 from tests import grading_command
 
 
@@ -146,6 +146,7 @@ def test_an_export_graded_twice_then_regraded_says_what_differs_from_gradescope_
     proc = grade(export, "--out", out, "--repeat", "2", "--due", "2026-11-20T23:59:00-05:00")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert {name: row["late"] for name, row in rows(out).items()} == {"Alice": "0.0", "Bob": "2.52"}
+    assert {row["environment"] for row in rows(out).values()} == {environment.describe()}   # what graded them
     assert [row["submission"] for row in csv.DictReader((out / "gradescope.csv").open())] == ["Bob"]
     assert list(csv.DictReader((out / "repeat.csv").open())) == [] and "repeat: 0 submission(s)" in proc.stdout
     assert (out / "repeat-2" / "results" / "Alice.json").is_file()

@@ -12,9 +12,10 @@ from grader.run.submissions import Submission
 FULL = {"submission": "Ada & Alan", "status": "graded", "score": 87.5, "max_score": 100.0, "message": "",
         "part1": 10.0, "part2": 27.5, "submission_id": "101",
         "submitters": [{"name": "Ada", "sid": "0042", "email": "ada@example.edu"}],
-        "gradescope_score": 87.5, "late": "", "isolation": "isolated: pid", "flags": "", "peak_memory_mib": "",
+        "gradescope_score": 87.5, "late": "", "late_penalty": 0.0, "grade": 87.5, "isolation": "isolated: pid",
+        "flags": "", "peak_memory_mib": "",
         "slug": "Ada_Alan", "source": "/class/ada.zip", "seconds": 1.2, "engine_failure": False, "attempts": 1,
-        "content": "unpacked-sha256:ab", "graded_with": "sha256:cd"}
+        "content": "unpacked-sha256:ab", "graded_with": "sha256:cd", "environment": "python 3.11.7; torch 2.13.0+cpu"}
 
 
 def test_a_row_reads_back_as_it_was_written_flat_as_the_csv_is():
@@ -33,6 +34,7 @@ def test_an_engine_row_goes_through_its_results_file_and_back(tmp_path):
     gradebook.write_result(tmp_path, row, gradebook.results_document(outcome, row))
     assert gradebook.read_row(tmp_path / "results" / "ada.json") == row
     assert row.part(1) == 10.0 and row.peak_memory_mib == 3.0 and row.gradescope_score is None
+    assert row.grade == row.score == 42.0 and row.late_penalty == 0.0   # no late policy: the grade is the score
 
 
 @pytest.mark.parametrize("change", [

@@ -10,7 +10,8 @@ resolved at build time).
 The run_autograder script of autograder.zip (autograder.otter.image) starts this module from ROOT/source.
 
 No Jupyter kernel, no notebook and no otter import: the batch command grades the student/ package
-(engine_bridge), gradescope_view applies the course's settings, and stdout (shown to instructors,
+(engine_bridge), gradescope_view applies the course's settings, course_policies its submission budget and late
+policy (from submission_metadata.json), and stdout (shown to instructors,
 and to students only under show_stdout) gets a short report, with any breach of Gradescope's specification.
 When the engine itself fails, the student gets a result saying so and the exit status is 1, as otter does.
 """
@@ -24,7 +25,7 @@ import time
 from collections.abc import Set as AbstractSet
 
 from assignment import spec as assignment_spec
-from grader.gradescope import engine_bridge, gradescope_schema, gradescope_view
+from grader.gradescope import course_policies, engine_bridge, gradescope_schema, gradescope_view
 from grader.row import Row, of_results
 from grader.sanitize import valid_text
 
@@ -41,9 +42,21 @@ def grade(root: pathlib.Path, *, skip: AbstractSet[str] = frozenset()) -> dict:
     spec = assignment_spec.load(root / "source" / "assignment" / assignment_spec.SPEC_FILE.name)
     # Gradescope's files beside the submission (its metadata holds earlier runs' feedback): the grader's alone.
     private = [root / "submission_metadata.json", root / "submission", root / "results"]
-    results = engine_bridge.grade_submission(root / "submission", root / "source", skip=skip, private=private,
-                                             public_checks=spec.settings.public_checks)
-    return gradescope_view.present(results, spec, time.perf_counter() - start)
+    metadata = course_policies.metadata(root)
+    allowance = course_policies.allowance(metadata, spec.settings)
+    if not allowance.counts and spec.settings.over_budget == "keep_last":   # past the budget: not even graded
+        return course_policies.not_counted(allowance, time.perf_counter() - start)
+    try:
+        results = engine_bridge.grade_submission(root / "submission", root / "source", skip=skip, private=private,
+                                                 public_checks=spec.settings.public_checks)
+    except engine_bridge.GradingFailed:
+        if allowance.counts:
+            raise
+        return course_policies.not_counted(allowance, time.perf_counter() - start)   # never a lower grade
+    shown = gradescope_view.present(results, spec, time.perf_counter() - start)
+    if not allowance.counts:
+        return course_policies.not_counted(allowance, time.perf_counter() - start, shown)
+    return course_policies.applied(shown, metadata, spec.settings)
 
 
 def failure_results(seconds: float) -> dict:
@@ -59,6 +72,10 @@ def report(results: dict) -> str:
     if row.message:
         lines.append(f"Reason: {row.message}")
     lines += [f"  part{number}: {points:g}" for number, points in sorted(row.parts.items())]
+    if row.environment:   # so that the score can be reproduced
+        lines.append(f"Graded on: {row.environment}; suite {row.graded_with}")
+    if (results.get("extra_data") or {}).get(course_policies.COUNTED) is False:
+        lines.insert(0, "Past the course's submission budget: not counted (the score is the last counted one's)")
     lines.append(f"Students see now: {results['output']}")
     for moment, words in (("visible", "with it, at once"), ("after_due_date", "after the due date"),
                           ("after_published", "after publication")):

@@ -17,7 +17,7 @@ from grader.contain import isolation, memcg, permissions, processes
 from grader.contain.limits import Limits
 from grader.paths import REPO, STUDENT_DIR
 from grader.row import Row
-from grader.run import changes, gradebook, submissions
+from grader.run import changes, environment, gradebook, submissions
 from grader.run.changes import Change
 from grader.run.outcome import Outcome
 from grader.run.pool import Template
@@ -235,6 +235,7 @@ def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier
         row = gradebook.row_from_outcome(submission, outcome, note, attempts)
         row.content = (contents or {}).get(submission.source)
         row.graded_with = suite
+        row.environment = environment.describe(gpu_run=bool(gpus))   # read once a run (cached): no torch import
         if (again or {}).get(submission.source):
             row.message = "; ".join(filter(None, [again[submission.source], row.message]))
         gradebook.write_result(out, row, gradebook.results_document(outcome, row))

@@ -3,7 +3,8 @@
     graded_with(limits)                  what a result was graded with (the suite, the spec, the reference, the
                                          limits): a digest each result remembers
     archive(out)                         --regrade: out's results moved to out/earlier/<time>/, kept as they were
-    compare(before, after)               the submissions whose score, status or any test's verdict differ
+    compare(before, after)               the submissions whose score, status, any test's verdict or what they
+                                         were graded on (Python, torch, CUDA, driver, GPU: environment.py) differ
     write(path, changes, labels)         changes.csv (a regrade) or repeat.csv (--repeat: the same class twice)
 
 A "flip" is a hidden test passed in one grading and failed (or not run) in the other; a test that exists in
@@ -77,10 +78,16 @@ class Change:
     def difference(self) -> float:
         return round(self.after.score - self.before.score, 4)
 
+    @property
+    def environment(self) -> str:
+        """What it was graded on, where that changed ("python 3.11.9; torch 2.12.0 -> python 3.11.9; torch 2.13.0")."""
+        before, after = self.before.environment, self.after.environment
+        return "" if before == after else f"{before or 'unknown'} -> {after or 'unknown'}"
+
 
 def compare(before: tuple[dict[str, Row], pathlib.Path], after: tuple[dict[str, Row], pathlib.Path]) -> list[Change]:
-    """Each side: (source -> row, its results folder). Every submission graded in both whose score, status or
-    any test's verdict differs, the largest score change first."""
+    """Each side: (source -> row, its results folder). Every submission graded in both whose score, status, any
+    test's verdict or environment differs, the largest score change first."""
     (rows_before, folder_before), (rows_after, folder_after) = before, after
     changes = []
     for source in sorted(rows_before.keys() & rows_after.keys()):
@@ -90,7 +97,7 @@ def compare(before: tuple[dict[str, Row], pathlib.Path], after: tuple[dict[str, 
                  for test in sorted(tests_old.keys() | tests_new.keys())
                  if tests_old.get(test) != tests_new.get(test)]
         change = Change(old, new, flips)
-        if flips or change.difference or old.status != new.status:
+        if flips or change.difference or old.status != new.status or change.environment:
             changes.append(change)
     return sorted(changes, key=lambda c: (-abs(c.difference), c.after.submission.lower()))
 
@@ -107,9 +114,9 @@ def write(path: pathlib.Path, changes: list[Change], labels: tuple[str, str] = (
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["submission", f"{first}_score", f"{second}_score", "change", f"{first}_status",
-                     f"{second}_status", "tests_flipped", "flips"])
+                     f"{second}_status", "tests_flipped", "flips", "environment"])
     for change in changes:
         writer.writerow([csv_cell(change.after.submission), change.before.score, change.after.score,
                          change.difference, change.before.status, change.after.status, len(change.flips),
-                         csv_cell(describe(change.flips))])
+                         csv_cell(describe(change.flips)), csv_cell(change.environment)])
     atomic_write(path, buffer.getvalue())

@@ -8,9 +8,12 @@ group (for a group submission, all its members, on each member's row), submissio
 submission: a file or folder name, or the students' names), score, max_score, status, message,
 part1 ... part6, isolation, flags, peak_memory_mib (the most memory one sandbox's processes held together,
 where the kernel's memory layer measured it; empty elsewhere), late (hours after the due date, 0 when on time,
-from an export's metadata and --due; empty where a date is unknown; no policy applied) and gradescope_score
-(the score Gradescope recorded in the export; the reports' gradescope.csv lists every submission where ours
-differs), results_file (the row's feedback file in the output folder).
+from an export's metadata and --due; empty where a date is unknown), late_penalty (the percent of the score the
+course's late policy deducted), grade (the score after it: the column to import; it equals score where no
+policy is set) and gradescope_score (the score Gradescope recorded in the export; the reports' gradescope.csv
+lists every submission where ours differs), environment (what it was graded on: Python, torch and, in a GPU
+run, CUDA, the driver and the GPU model: environment.py), results_file (the row's feedback file in the output
+folder).
 
 Every file is written to a temporary name and moved into place (os.replace), so a run
 killed half way leaves only complete files; a result file present means "graded". A result
@@ -29,6 +32,8 @@ import re
 import statistics
 import unicodedata
 
+from assignment.spec import SPEC
+from grader.policies import late
 from grader.row import Row, RowError, Submitter, of_results
 from grader.run.files import atomic_write
 from grader.run.outcome import Outcome
@@ -51,14 +56,22 @@ def identity(submission) -> dict:
 
 
 def with_identity(row: Row, submission) -> Row:
-    """A row kept from an earlier run, with who it is for read again (an export's metadata may have changed)."""
-    return dataclasses.replace(row, **identity(submission))
+    """A row kept from an earlier run, with who it is for read again (an export's metadata may have changed), and
+    its grade under the late policy in force now."""
+    return with_late_policy(dataclasses.replace(row, **identity(submission)))
+
+
+def with_late_policy(row: Row, settings=SPEC.settings) -> Row:
+    """The row's grade: its raw score less what the course's late policy deducts for its lateness. Always from
+    the raw score, so a regrade or a changed policy recomputes it and never compounds it."""
+    decision = late.decide(row.late, row.score, settings)
+    return dataclasses.replace(row, late_penalty=decision.percent, grade=decision.grade)
 
 
 def row_from_outcome(submission, outcome: Outcome, isolation_note: str, attempts: int = 1) -> Row:
     """One gradebook row (also stored in the results file's extra_data, so a resumed run can rebuild the csv)."""
     parts = outcome.part_scores
-    return Row(
+    return with_late_policy(Row(
         **identity(submission), score=round(float(outcome.score), 4),
         max_score=float(outcome.max_score or sum(PART_POINTS.values())),
         status=outcome.status, message=printable(outcome.message, limit=500),
@@ -67,7 +80,7 @@ def row_from_outcome(submission, outcome: Outcome, isolation_note: str, attempts
         peak_memory_mib=round(outcome.peak_memory_bytes / 2**20, 1) if outcome.peak_memory_bytes else None,
         slug=submission.slug, source=submission.source, seconds=outcome.seconds,
         engine_failure=outcome.engine_failure, attempts=attempts,
-    )
+    ))
 
 
 def results_document(outcome: Outcome, row: Row) -> dict:
@@ -134,11 +147,11 @@ STUDENT_COLUMNS = ("name", "sid", "email", "submission_id", "group")
 
 def columns() -> list[str]:
     return [*STUDENT_COLUMNS, "submission", "score", "max_score", "status", "message",
-            *[f"part{p}" for p in PART_POINTS], "isolation", "flags", "peak_memory_mib", "late", "gradescope_score",
-            "results_file"]
+            *[f"part{p}" for p in PART_POINTS], "isolation", "flags", "peak_memory_mib", "late", "late_penalty",
+            "grade", "gradescope_score", "environment", "results_file"]
 
 
-TEXT_COLUMNS = (*STUDENT_COLUMNS, "submission", "message", "isolation", "flags", "results_file")
+TEXT_COLUMNS = (*STUDENT_COLUMNS, "submission", "message", "isolation", "flags", "environment", "results_file")
 
 
 def results_file(row: Row) -> str:

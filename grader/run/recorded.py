@@ -3,20 +3,19 @@ submission was made and, where the export says, its due date (the comparison of 
 autograder/reports/recorded_scores.py).
 
     recorded(entry, due)        -> Recorded (from one submission's entry of submission_metadata.yml)
+    when(value)                 -> a Gradescope timestamp as a datetime (grader/policies/times.py)
     hours_late(recorded)        -> hours after the due date (0.0 when on time; None when a date is unknown)
 
 An export names each submission's time (:created_at:) and score (:score:). Its due date is taken from the entry
-(:due_date:, or :assignment: -> :due_date:) where Gradescope wrote one, else from the grader's --due; no late
-policy is applied: the hours are reported, the score is not touched.
+(:due_date:, or :assignment: -> :due_date:) where Gradescope wrote one, else from the grader's --due. The hours
+are reported here; what they cost is the course's late policy (grader/policies/late.py, in the gradebook).
 """
 from __future__ import annotations
 
 import datetime
-import re
 from dataclasses import dataclass
 
-# "2026-11-20 10:00:00.000000000 -08:00" (as Gradescope writes it), "2026-11-20T10:00:00Z", "... +0000"
-TIMESTAMP = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d(?::\d\d)?)(?:\.(\d+))?\s*(Z|[+-]\d\d:?\d\d)?")
+from grader.policies.times import when  # Gradescope's timestamps, read where the policies read them too
 
 
 @dataclass(frozen=True)
@@ -24,23 +23,6 @@ class Recorded:
     score: float | None = None
     submitted_at: datetime.datetime | None = None
     due_at: datetime.datetime | None = None
-
-
-def when(value) -> datetime.datetime | None:
-    """A timestamp as YAML gives it (a datetime) or as text ("2026-11-20 10:00:00.000000000 -08:00", ISO 8601);
-    None when it cannot be read or has no time zone (an hour count would be a guess)."""
-    if isinstance(value, datetime.datetime):
-        moment = value
-    elif isinstance(value, str) and (match := TIMESTAMP.fullmatch(value.strip())):
-        date, time, fraction, zone = match.groups()
-        fraction = f".{fraction[:6]}" if fraction else ""   # Gradescope writes nanoseconds; Python reads micro
-        try:
-            moment = datetime.datetime.fromisoformat(f"{date}T{time}{fraction}{zone or ''}")
-        except ValueError:
-            return None
-    else:
-        return None
-    return moment if moment.tzinfo is not None else None
 
 
 def _number(value) -> float | None:
