@@ -275,3 +275,43 @@ def test_the_groups_of_a_killed_run_are_removed_by_the_next_run(tmp_path):
         assert not os.path.exists(group)
     finally:
         memcg.remove_run(run)
+
+
+@needs_memcg
+def test_a_box_group_counts_the_cpu_of_children_the_kernel_reaped(monkeypatch):
+    """Children of a parent that ignores SIGCHLD are reaped by the kernel: their CPU time reaches no /proc file
+    (the defence off: the tree's own times), but the box's group counted it, and the tree's CPU time is that."""
+    run = memcg.create_run()
+    group = memcg.create_box(run, "box-cpu", 256 * MIB)
+    accounting = memcg.cpu_group(group)   # the group itself in v2; its twin in v1's cpuacct hierarchy
+    ready_read, ready_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            memcg.join(group)
+            signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+            for _ in range(2):
+                if os.fork() == 0:
+                    end = time.process_time() + 0.4
+                    while time.process_time() < end:
+                        pass
+                    os._exit(0)
+            while len(processes.descendants(os.getpid())) > 1:   # gone, reaped by the kernel
+                time.sleep(0.01)
+            os.write(ready_write, b"1")
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    try:
+        os.close(ready_write)
+        assert os.read(ready_read, 1) == b"1"
+        counted = processes.tree_cpu_seconds(pid)
+        assert processes.read_tree(pid).cpu == pytest.approx(counted, abs=0.05)
+        monkeypatch.setattr(processes.cgroupfs, "box_cpu_seconds", lambda pid, read: None)
+        assert counted >= 0.75 and processes.tree_cpu_seconds(pid) < 0.2
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        memcg.remove(group)
+        memcg.remove_run(run)
+    assert not os.path.exists(run) and not os.path.exists(accounting)

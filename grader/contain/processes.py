@@ -1,7 +1,8 @@
 """Processes of the engine: parent-death signals, reaping, killing, and CPU time of a process tree.
 
 Used by every process of the engine (batch, template, worker, trusted, sandbox); nothing here
-trusts what a sandbox says about itself: CPU time is read from /proc by the trusted side.
+trusts what a sandbox says about itself: CPU time is read from /proc by the trusted side, and from the box's
+cgroup where it has one (cgroupfs.py): it alone counts processes that ended unseen.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from grader.contain import kernel
+from grader.contain import cgroupfs, kernel
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -192,9 +193,18 @@ def cpu_seconds(pid: int, files: ProcFiles = _FRESH) -> float:
 
 
 def tree_cpu_seconds(pid: int, files: ProcFiles = _FRESH) -> float:
-    """CPU time of a process tree: what a sandbox (every process it started) has computed so far.
-    In a PID namespace orphans are re-parented to its init, so the tree is the whole box."""
-    return sum(cpu_seconds(member, files) for member in descendants(pid, files))
+    """CPU time of a process tree: what a sandbox (every process it started) has computed so far."""
+    return _counted(pid, descendants(pid, files), files)
+
+
+def _counted(pid: int, members: list[int], files: ProcFiles) -> float:
+    """The tree's CPU time: what its box's cgroup counted (every process that ever ran in it), where pid is in one;
+    the members' own times (and their waited-for children's) where that is more (the box's first moments, before
+    it joined), or where there is no box group. Without one, the seccomp filter lets the box start no process but
+    threads (seccomp.py), so none can end unseen: a process reaped by the kernel reaches no /proc file."""
+    own = sum(cpu_seconds(member, files) for member in members)
+    counted = cgroupfs.box_cpu_seconds(pid, files.read)
+    return own if counted is None else max(own, counted)
 
 
 @dataclass(frozen=True)
@@ -209,7 +219,7 @@ def read_tree(pid: int, files: ProcFiles = _FRESH) -> TreeReading:
     """Both figures of a tree in one walk of /proc: the sandbox gateway reads them after every call (three walks
     a call cost a tenth of a second of every submission's grading), through the descriptors it keeps (files)."""
     members = descendants(pid, files)
-    return TreeReading(sum(cpu_seconds(member, files) for member in members), run_delays(members, files))
+    return TreeReading(_counted(pid, members, files), run_delays(members, files))
 
 
 def run_delays(members: list[int], files: ProcFiles = _FRESH) -> dict[int, float]:
