@@ -10,8 +10,13 @@ itself, and a file made without a write.
 - bind() to a path makes a socket file (payloads/bind_plant.py).
 
 Each attack falls back on spinning in its own process where a call is refused, so that it is stopped the same way
-in every mode: its call times out. Switched off (AUTOGRADER_SANDBOX_LAYERS_OFF=memory,seccomp, and for bind()
-the layers that keep the files) each gets through: a correct answer, no timeout, or the file planted.
+in every mode: its call times out. Switched off, each gets through: the reaped children with the memory and seccomp
+layers off (a correct answer, no timeout: tests/test_box_bounds.py, on a smaller twin, as the zoo's batch with
+layers off would pay its CPU once per sandbox), the file with every layer that keeps the files off (the zoo's
+batch with layers off, tests/test_engine.py). The hold is stopped three times over: the filter refuses nice and
+affinity, the spinners are counted or refused, and the load-free clock of a box forgives no wait of a process the
+box started (processes.engine_processes; tests/test_load_free.py shows that rule with it off); with all three off
+it held its call 35 s past the zoo's load-free cap of 30 s and scored 100.
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ from autograder.adversarial.base import Context, Entry
 from autograder.adversarial.escapes import at_import
 from autograder.adversarial.expectations import Expectation
 
-REAPED_CPU_S = 12.0   # CPU seconds burnt in reaped children: past the call's cap of the zoo (5 s) and of the tests
+REAPED_CPU_S = 8.0    # CPU seconds burnt in reaped children: past the call's cap of the zoo (5 s)
 HOLD_S = 35.0         # wall-clock seconds held: past the call's load-free cap of the zoo (6 x 5 s)
 SPIN = """\
 def _spin(seconds):
@@ -114,14 +119,13 @@ def entries(context: Context) -> list[Entry]:
         Entry(Expectation("abuse-cpu-in-reaped-children-in-apply_mask", "abuse", "timeout",
                           f"burns {REAPED_CPU_S:g} CPU-s in short-lived children reaped by the kernel (SIGCHLD "
                           "ignored): counted by its cgroup, or refused without one; the call times out",
-                          baseline="reference", lost_parts=(2,), message="timed out", defence=counted,
-                          needs_layer=counted),
+                          baseline="reference", lost_parts=(2,), message="timed out", needs_layer=counted),
               reaped("masking.py", "apply_mask")),
         Entry(Expectation("abuse-hold-at-nice-19-in-scaled_dot_product_attention", "abuse", "timeout",
                           f"holds its call {HOLD_S:g} s behind a child pinned to one CPU at nice 19, kept waiting by "
                           "reaped spinners on that CPU: priority and affinity are refused, the spinners counted or "
                           "refused; the call times out", baseline="reference", lost_parts=(2,), message="timed out",
-                          defence=counted, needs_layer=counted),
+                          needs_layer=counted),
               hold("masking.py", "scaled_dot_product_attention")),
         Entry(Expectation("abuse-plant-a-file-by-bind", "abuse", "graded",
                           "binds one end of a socket pair to a path in the class's folder: refused wherever writing "
