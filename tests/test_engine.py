@@ -65,7 +65,7 @@ def clean_up_after(expectations: list[Expectation]) -> None:
         if expectation.forbidden_queue:
             posix_queue_exists(expectation.forbidden_queue, remove=True)
         for path in expectation.forbidden_paths:
-            if os.path.isfile(path) or os.path.islink(path):
+            if os.path.lexists(path) and not os.path.isdir(path):   # a file, a link, a socket (bind())
                 os.unlink(path)
 
 

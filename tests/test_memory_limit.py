@@ -3,7 +3,9 @@
 Shown to hold (a box's processes are stopped together at the limit), to be probed for real and reported, to
 leave no cgroup behind (a killed run's groups go with the next run), and to matter: graded at --memory-gb 2,
 three forked children that each fill over half the limit cost merge_heads's part with the layer on, and with
-it switched off they hold one and a half times the limit between them and keep every point.
+it switched off (the seccomp layer too, which refuses children where no cgroup counts their CPU) they hold one and
+a half times the limit between them and keep every point. The same group counts the CPU time of children the
+kernel reaped, which no /proc file shows.
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ def _unavailable() -> str:
 
 needs_memcg = pytest.mark.skipif(bool(_unavailable()), reason=_unavailable() or "-")
 MIB = 1 << 20
+OFF = "memory,seccomp"
 GIB = 2 ** 30
 
 
@@ -173,14 +176,15 @@ def test_a_run_leaves_no_group_behind_when_its_process_ends():
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """The reference and the attack, graded at 2 GiB (a call may take 20 s of CPU: the children's page faults
-    are slow on a small VM) with the memory layer on, then switched off."""
+    are slow on a small VM) with the memory layer on, then switched off, and the seccomp layer with it: without the
+    memory cgroup to count their CPU time the filter would refuse the children themselves."""
     root = tmp_path_factory.mktemp("memory") / "class"
     context = Context(root, root.with_name("markers"))
     write_submission(root / "reference")
     (entry,) = memory.entries(context)
     entry.write(root / entry.expectation.name, context)
     runs = {}
-    for layers_off in ("", "memory"):
+    for layers_off in ("", OFF):
         out = root.parent / f"out-{layers_off or 'on'}"
         proc = grade(root, "--out", out, "--workers", "2", "--memory-gb", "2", "--timeout", "20",
                      layers_off=layers_off)
@@ -211,7 +215,7 @@ def test_with_the_layer_the_forked_children_cost_that_functions_part_only(graded
 @needs_memcg
 def test_with_the_layer_switched_off_the_children_hold_more_than_the_limit_and_keep_the_points(graded):
     expectation, runs = graded
-    out, proc = runs["memory"]
+    out, proc = runs[OFF]
     assert "no memory (switched off by AUTOGRADER_SANDBOX_LAYERS_OFF)" in proc.stdout
     rows = read_rows(out)
     assert rows[memory.NAME]["score"] == rows["reference"]["score"] == 100.0
@@ -275,3 +279,43 @@ def test_the_groups_of_a_killed_run_are_removed_by_the_next_run(tmp_path):
         assert not os.path.exists(group)
     finally:
         memcg.remove_run(run)
+
+
+@needs_memcg
+def test_a_box_group_counts_the_cpu_of_children_the_kernel_reaped(monkeypatch):
+    """Children of a parent that ignores SIGCHLD are reaped by the kernel: their CPU time reaches no /proc file
+    (the defence off: the tree's own times), but the box's group counted it, and the tree's CPU time is that."""
+    run = memcg.create_run()
+    group = memcg.create_box(run, "box-cpu", 256 * MIB)
+    accounting = memcg.cpu_group(group)   # the group itself in v2; its twin in v1's cpuacct hierarchy
+    ready_read, ready_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            memcg.join(group)
+            signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+            for _ in range(2):
+                if os.fork() == 0:
+                    end = time.process_time() + 0.4
+                    while time.process_time() < end:
+                        pass
+                    os._exit(0)
+            while len(processes.descendants(os.getpid())) > 1:   # gone, reaped by the kernel
+                time.sleep(0.01)
+            os.write(ready_write, b"1")
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    try:
+        os.close(ready_write)
+        assert os.read(ready_read, 1) == b"1"
+        counted = processes.tree_cpu_seconds(pid)
+        assert processes.read_tree(pid).cpu == pytest.approx(counted, abs=0.05)
+        monkeypatch.setattr(processes.cgroupfs, "box_cpu_seconds", lambda pid, read: None)
+        assert counted >= 0.75 and processes.tree_cpu_seconds(pid) < 0.2
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        memcg.remove(group)
+        memcg.remove_run(run)
+    assert not os.path.exists(run) and not os.path.exists(accounting)

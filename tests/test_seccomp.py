@@ -49,6 +49,9 @@ def attempts(folder: str, parent: int) -> dict:
         "raise a signal": lambda: signal.raise_signal(signal.SIGWINCH),
         "a thread": lambda: (lambda t: (t.start(), t.join()))(threading.Thread(target=lambda: None)),
         "fork": lambda: (lambda pid: os._exit(0) if pid == 0 else os.waitpid(pid, 0))(os.fork()),
+        "lower its priority": lambda: os.setpriority(os.PRIO_PROCESS, 0, 19),
+        "pin itself to one CPU": lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}),
+        "bind a socket to a path": lambda: socket.socketpair()[0].bind(os.path.join(folder, "planted")),
         "a new namespace": lambda: kernel.unshare(kernel.CLONE_NEWUSER),
     }
 
@@ -76,12 +79,15 @@ def outcomes(folder, rules: seccomp.Rules | None) -> dict:
     return answer
 
 
-ALWAYS_REFUSED = {"lock a file it reads", "lock a byte range", "a new namespace"}
+ALWAYS_REFUSED = {"lock a file it reads", "lock a byte range", "a new namespace", "lower its priority",
+                  "pin itself to one CPU"}
 ALWAYS_ALLOWED = {"read a file", "read a file's flags", "a connected pair", "signal itself", "signal its group",
-                  "raise a signal", "a thread", "fork"}
+                  "raise a signal", "a thread"}
 BY_RULE = {"signals": {"signal the grader", "signal everyone"}, "sockets": {"open a socket"},
            "ipc": {"a System V segment"},
-           "writing": {"write a file", "create a file", "make a folder", "remove a file", "change permissions"}}
+           "writing": {"write a file", "create a file", "make a folder", "remove a file", "change permissions",
+                       "bind a socket to a path"},
+           "forks": {"fork"}}
 
 
 @pytest.mark.parametrize("rule", [None, *BY_RULE], ids=lambda rule: rule or "every layer held")
@@ -105,4 +111,5 @@ def test_the_rules_follow_the_layers_that_held():
     assert seccomp.rules_for(every, 7) == seccomp.Rules(7)
     assert seccomp.rules_for(("uid", "memory"), 7) == seccomp.Rules(7, signals=True, sockets=True, ipc=True)
     assert seccomp.rules_for(("memory",), 7) == seccomp.Rules(7, signals=True, sockets=True, ipc=True, writing=True)
-    assert seccomp.rules_for(("pid", "ipc", "net", "landlock"), 7) == seccomp.Rules(7)   # Landlock keeps the writes
+    # Landlock keeps the writes; without the memory cgroup nothing would count a forked child's CPU time
+    assert seccomp.rules_for(("pid", "ipc", "net", "landlock"), 7) == seccomp.Rules(7, forks=True)

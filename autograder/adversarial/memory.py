@@ -4,7 +4,8 @@ RLIMIT_AS bounds each process alone, so three children of the sandbox, each fill
 run's limit (--memory-gb), hold one and a half times the limit between them while each stays within its own.
 The box's memory cgroup (isolation's "memory" layer) bounds them together: the box is stopped at the limit,
 the call fails, and the submission loses that function's tests only (merge_heads: part 3), with a flag.
-Switched off (AUTOGRADER_SANDBOX_LAYERS_OFF=memory) the children hold it all, the call answers correctly and
+Switched off (AUTOGRADER_SANDBOX_LAYERS_OFF=memory,seccomp: without the memory cgroup to count their CPU time the
+filter refuses the children themselves) the children hold it all, the call answers correctly and
 keeps its points, and the submission prints how much its children held together (tests/test_memory_limit.py).
 
 Filling costs CPU time (page faults: 0.4 to 1.7 s per GiB on a small VM), which counts against the call: the

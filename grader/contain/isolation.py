@@ -20,12 +20,14 @@ what each one stops:
   of another user can be signalled, and kill(-1) as that uid ends exactly its processes.
 - memory: a memory cgroup per box (memcg.py, v1 or v2), joined first thing in enter(): the limit
   holds for all the box's processes together (RLIMIT_AS only bounds each one), no swap, and at the
-  limit the whole box is stopped. Missing where the grader's cgroup cannot be written or (v2) cannot
-  give its children the memory controller; each process then keeps only its RLIMIT_AS.
+  limit the whole box is stopped. The group also counts the CPU time of every process the box ever
+  ran (v1: with a twin in the cpuacct hierarchy). Missing where the grader's cgroup cannot be written or
+  (v2) cannot give its children the memory controller; each process then keeps only its RLIMIT_AS.
 - seccomp: a system-call filter (seccomp.py), installed last: no file locks, no tracing, no
-  io_uring, no new namespaces, always; and whatever the layers that failed would have stopped:
-  signals beyond the box (no pid), new sockets (no net), System V and POSIX IPC objects (no ipc),
-  every write to the filesystem (no mnt, no landlock and no uid). It needs neither root nor a
+  io_uring, no new namespaces, no change of priority or affinity, always; and whatever the layers that
+  failed would have stopped: signals beyond the box (no pid), new sockets (no net), System V and POSIX
+  IPC objects (no ipc), every write to the filesystem and bind() (no mnt, no landlock and no uid), every
+  new process but a thread (no memory: nothing would count its CPU). It needs neither root nor a
   recent kernel, so it holds where a container refuses the rest.
 
 Without root, the namespaces come through a user namespace where the kernel allows one (the box

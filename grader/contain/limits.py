@@ -6,7 +6,9 @@ The three a course may change (the per-call timeout, the budget, the memory) def
 Student code is timed by its own CPU time (the sandbox's processes, measured from outside
 by processes.tree_cpu_seconds), so a loaded machine never turns into the student's timeout;
 a generous cap on its load-free time (wall-clock time less its waits for a CPU: load_free.py)
-stops code that sleeps or waits instead of computing. The budget bounds both, per submission.
+stops code that sleeps or waits instead of computing. The budget bounds both, per submission. Behind them, a
+plain wall-clock net that nothing in a box can stretch (wall_net_factor times the load-free net): past it a
+submission's grading ends as the engine's failure, which the next run grades again.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ class Limits:
     refusal_strikes: int = 3            # refused (malformed or forged) answers of one function, likewise
     trusted_memory_bytes: int = 8 << 30  # the trusted grading process's own address space
     grace: float = 60.0                 # load-free seconds of pytest's own work allowed beyond the budget
+    wall_net_factor: float = 3.0        # wall-clock seconds a submission may take, in load-free nets (see wall_net)
 
     @property
     def call_wall_timeout(self) -> float:
@@ -46,6 +49,13 @@ class Limits:
         """Load-free seconds (load_free.py) after which a submission's grading is stopped as an engine failure:
         its student code stops at the budget, so only the engine's own work can reach this."""
         return self.budget + self.grace
+
+    def wall_net(self, load_free_net: float) -> float:
+        """Wall-clock seconds after which a grading whose load-free net is load_free_net is stopped, whatever the
+        load-free clock says: that clock believes a box's waits for a CPU are the machine's load, which a box can
+        fake in ways no reading from outside tells apart (docs/design.md). Generous: at a load of 40 on 2 cores the
+        reference takes a fifth of the default."""
+        return self.wall_net_factor * load_free_net
 
 
 def _memory_limit() -> int:

@@ -13,10 +13,18 @@ stopped, and load never stops anything.
     clock.held                   # False where the kernel reports no run-queue delay: then it is wall-clock time
     kernel_reports_waits()       # whether it does, here
 
-Each reading forgives, for the time since the reading before, the longest wait of any one process of the
-tree (a wait no longer than that time): while any process of the tree is held back by load, the tree is.
+Each reading forgives, for the time since the reading before, the longest wait of any one process it is given
+(a wait no longer than that time): while any of them is held back by load, the tree is. Over an engine's tree
+(the batch's and the worker's clocks) that is every process; over a box (the readings processes.read_tree
+gives the sandbox gateway) only the processes the engine started it with (processes.engine_processes): a process
+the box started can be kept waiting by the box itself (spinners on its CPU), which is not the machine's load.
 Waits of a process that ends between two readings are not seen, so the clock errs on the strict side, by at
 most the time between readings.
+
+What this clock believes, it reads from the kernel (run-queue delays); what it cannot tell apart from outside is
+a wait the box made itself in a process the engine started (its threads' demand is its own threads', not a
+process's): so the submission's grading also stops at a plain wall-clock net (Limits.wall_net), as the engine's
+failure, graded again by the next run.
 """
 from __future__ import annotations
 

@@ -21,10 +21,11 @@ import os
 import signal
 import time
 
-from grader.contain import processes
+from grader.contain import cgroupfs, processes
 
 RUN_PREFIX = "autograder-"
-BOX_PREFIX = "box-"
+BOX_PREFIX = cgroupfs.BOX_PREFIX
+_mounts, _inside = cgroupfs.mounts, cgroupfs.inside
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _registered: set[int] = set()   # processes whose run group is removed at their exit
 
@@ -66,53 +67,43 @@ def is_v2(group: str) -> bool:
 def own_group() -> str:
     """The folder of this process's memory cgroup: in the v1 hierarchy that has the memory controller, else in
     the v2 (unified) one, where the controller must be available to it."""
-    memberships = {}
-    for line in _read("/proc/self/cgroup").splitlines():
-        number, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            memberships["v1"] = path
-        elif number == "0" and not controllers:
-            memberships["v2"] = path
-    mounts = _mounts()
-    if "v1" in memberships:
-        for root, point, kind, options in mounts:
-            if kind == "cgroup" and "memory" in options.split(","):
-                return _inside(point, root, memberships["v1"])
-        raise OSError(errno.ENOENT, "the cgroup v1 memory controller is not mounted")
-    if "v2" in memberships:
-        for root, point, kind, _options in mounts:
-            if kind == "cgroup2":
-                group = _inside(point, root, memberships["v2"])
-                if "memory" not in _read(os.path.join(group, "cgroup.controllers")).split():
-                    raise OSError(errno.ENOENT, f"cgroup v2: the memory controller is not available in {group}")
-                return group
+    v1 = _own_v1("memory")
+    if v1:
+        return v1
+    memberships = [line.split(":", 2)[2] for line in _read("/proc/self/cgroup").splitlines()
+                   if line.startswith("0::")]
+    for root, point, kind, _options in _mounts() if memberships else ():
+        if kind == "cgroup2":
+            group = _inside(point, root, memberships[0])
+            if "memory" not in _read(os.path.join(group, "cgroup.controllers")).split():
+                raise OSError(errno.ENOENT, f"cgroup v2: the memory controller is not available in {group}")
+            return group
     raise OSError(errno.ENOENT, "no memory cgroup: neither a v1 memory hierarchy nor cgroup v2 is mounted")
 
 
-def _mounts() -> list[tuple[str, str, str, str]]:
-    """(root, mount point, filesystem type, super options) of every mount, from /proc/self/mountinfo."""
-    found = []
-    for line in _read("/proc/self/mountinfo").splitlines():
-        fields = line.split()
-        if "-" not in fields:
-            continue
-        tail = fields[fields.index("-") + 1:]
-        found.append((_unescape(fields[3]), _unescape(fields[4]), tail[0], tail[2] if len(tail) > 2 else ""))
-    return found
+def _own_v1(controller: str) -> str:
+    """The folder of this process's cgroup in the v1 hierarchy of controller; "" where it is in none."""
+    for line in _read("/proc/self/cgroup").splitlines():
+        _number, controllers, path = line.split(":", 2)
+        if controller in controllers.split(","):
+            for root, point, kind, options in _mounts():
+                if kind == "cgroup" and controller in options.split(","):
+                    return _inside(point, root, path)
+            raise OSError(errno.ENOENT, f"the cgroup v1 {controller} controller is not mounted")
+    return ""
 
 
-def _unescape(text: str) -> str:
-    """mountinfo writes a space, tab, newline and backslash in a path as octal escapes."""
-    for code, char in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
-        text = text.replace(code, char)
-    return text
-
-
-def _inside(point: str, root: str, path: str) -> str:
-    """The folder of cgroup `path` under a mount of the hierarchy's `root` at `point`."""
-    if root != "/" and (path == root or path.startswith(root + "/")):
-        path = path[len(root):]
-    return os.path.normpath(os.path.join(point, path.lstrip("/")))
+def cpu_group(group: str) -> str:
+    """The group that counts the CPU time of a box's processes (cgroupfs.box_cpu_seconds): the box's own group in
+    v2 (every v2 group counts it); in v1, where the memory hierarchy counts none, the same place in the cpuacct
+    hierarchy. Raises OSError where v1 has no cpuacct hierarchy for us."""
+    if is_v2(group):
+        return group
+    accounting = _own_v1("cpuacct")
+    if not accounting:
+        raise OSError(errno.ENOENT, "cgroup v1 without a cpuacct hierarchy: nothing would count the CPU time of "
+                                    "a box's processes together")
+    return os.path.join(accounting, os.path.relpath(group, own_group()))
 
 
 # ---------------------------------------------------------------- the run's group and the boxes' groups
@@ -174,6 +165,9 @@ def create_box(run: str, name: str, limit: int, *, watched: bool = True) -> str:
                     _write(os.path.join(group, file), value)
             if abs(limit_of(group) - limit) >= _PAGE:   # the kernel rounds down to a page, nothing else
                 raise OSError(errno.EINVAL, f"the kernel kept {limit_of(group)} bytes, not {limit}")
+        if not is_v2(group):
+            with _explained("creating the box's CPU-accounting cgroup"):
+                os.makedirs(cpu_group(group), 0o755, exist_ok=True)
     except OSError:
         remove(group)
         raise
@@ -186,11 +180,14 @@ def limit_of(group: str) -> int:
 
 
 def join(group: str) -> None:
-    """Move this process into group: what it allocates from now on, and all it starts, counts against the limit."""
+    """Move this process into group: what it allocates from now on, and all it starts, counts against the limit;
+    and (v1) into its CPU-accounting twin, which counts their CPU time (cpu_group)."""
     if not group:
         raise OSError(errno.ENOENT, "no memory cgroup was made for this sandbox")
-    with _explained(f"joining the memory cgroup {group}"):
-        _write(os.path.join(group, "cgroup.procs"), os.getpid())
+    accounting = cpu_group(group)   # before joining: it is found from where this process is now
+    for joined in dict.fromkeys([group, accounting]):
+        with _explained(f"joining the cgroup {joined}"):
+            _write(os.path.join(joined, "cgroup.procs"), os.getpid())
 
 
 def member(group: str) -> bool:
@@ -246,7 +243,23 @@ def kill(group: str) -> None:
 def remove(group: str) -> None:
     """Kill what is left in a box's group and remove it (rmdir: the kernel lets go of an empty group's charges).
     Killed processes take a moment to leave: a few tries. Raises FileNotFoundError if there is no such group."""
+    accounting = _twin(group)
     kill(group)
+    _rmdir(group)
+    if accounting:
+        with contextlib.suppress(FileNotFoundError):
+            _rmdir(accounting)
+
+
+def _twin(group: str) -> str:
+    """A v1 group's twin in the cpuacct hierarchy (cpu_group); "" in v2, or where there is none."""
+    try:
+        return "" if is_v2(group) else cpu_group(group)
+    except OSError:
+        return ""
+
+
+def _rmdir(group: str) -> None:
     for attempt in range(200):
         try:
             os.rmdir(group)
@@ -262,14 +275,16 @@ def remove(group: str) -> None:
 
 
 def remove_run(run: str) -> None:
-    """Remove the run's group and every box group left in it (those of workers that died)."""
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(run):
-            if entry.is_dir(follow_symlinks=False):
-                with contextlib.suppress(OSError):
-                    remove(entry.path)
-    with contextlib.suppress(OSError):
-        os.rmdir(run)
+    """Remove the run's group and every box group left in it (those of workers that died), and their twins."""
+    accounting = _twin(run)
+    for folder in filter(None, (run, accounting)):
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(folder):
+                if entry.is_dir(follow_symlinks=False):
+                    with contextlib.suppress(OSError):
+                        (remove if folder == run else _rmdir)(entry.path)
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
 
 
 def remove_own_run() -> None:
@@ -287,11 +302,15 @@ def _remove_at_exit(pid: int, run: str) -> None:
 
 def remove_stale(parent: str) -> None:
     """Remove the groups of earlier runs whose process is gone (a killed batch): only empty box groups, and the
-    run's group once empty; a group that still holds processes is left alone."""
-    try:
-        entries = [e for e in os.scandir(parent) if e.name.startswith(RUN_PREFIX) and e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return
+    run's group once empty; a group that still holds processes is left alone. Their twins too (cpu_group)."""
+    parents = [parent]
+    with contextlib.suppress(OSError):
+        parents += [] if is_v2(parent) else list(filter(None, [_own_v1("cpuacct")]))
+    entries = []
+    for folder in dict.fromkeys(parents):
+        with contextlib.suppress(OSError):
+            entries += [entry for entry in os.scandir(folder)
+                        if entry.name.startswith(RUN_PREFIX) and entry.is_dir(follow_symlinks=False)]
     for entry in entries:
         pid = entry.name[len(RUN_PREFIX):]
         if not pid.isdigit() or int(pid) == os.getpid() or processes.alive(int(pid)):

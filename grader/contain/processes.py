@@ -1,7 +1,8 @@
 """Processes of the engine: parent-death signals, reaping, killing, and CPU time of a process tree.
 
 Used by every process of the engine (batch, template, worker, trusted, sandbox); nothing here
-trusts what a sandbox says about itself: CPU time is read from /proc by the trusted side.
+trusts what a sandbox says about itself: CPU time is read from /proc by the trusted side, and from the box's
+cgroup where it has one (cgroupfs.py): it alone counts processes that ended unseen.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from grader.contain import kernel
+from grader.contain import cgroupfs, kernel
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -192,24 +193,52 @@ def cpu_seconds(pid: int, files: ProcFiles = _FRESH) -> float:
 
 
 def tree_cpu_seconds(pid: int, files: ProcFiles = _FRESH) -> float:
-    """CPU time of a process tree: what a sandbox (every process it started) has computed so far.
-    In a PID namespace orphans are re-parented to its init, so the tree is the whole box."""
-    return sum(cpu_seconds(member, files) for member in descendants(pid, files))
+    """CPU time of a process tree: what a sandbox (every process it started) has computed so far."""
+    return _counted(pid, descendants(pid, files), files)
+
+
+def _counted(pid: int, members: list[int], files: ProcFiles) -> float:
+    """The tree's CPU time: what its box's cgroup counted (every process that ever ran in it), where pid is in one;
+    the members' own times (and their waited-for children's) where that is more (the box's first moments, before
+    it joined), or where there is no box group. Without one, the seccomp filter lets the box start no process but
+    threads (seccomp.py), so none can end unseen: a process reaped by the kernel reaches no /proc file."""
+    own = sum(cpu_seconds(member, files) for member in members)
+    counted = cgroupfs.box_cpu_seconds(pid, files.read)
+    return own if counted is None else max(own, counted)
 
 
 @dataclass(frozen=True)
 class TreeReading:
-    """One look at a process tree: its CPU time (tree_cpu_seconds) and each member's run-queue delay
-    (run_delay_seconds; members the kernel reports none for are left out), as load_free.LoadFreeClock reads it."""
+    """One look at a box's process tree: its CPU time (tree_cpu_seconds) and the run-queue delays (run_delay_seconds;
+    processes the kernel reports none for are left out) of the processes whose waits are the machine's doing
+    (engine_processes), as load_free.LoadFreeClock reads them."""
     cpu: float
     waits: dict[int, float]
 
 
 def read_tree(pid: int, files: ProcFiles = _FRESH) -> TreeReading:
-    """Both figures of a tree in one walk of /proc: the sandbox gateway reads them after every call (three walks
-    a call cost a tenth of a second of every submission's grading), through the descriptors it keeps (files)."""
+    """Both figures of a box's tree in one walk of /proc: the sandbox gateway reads them after every call (three
+    walks a call cost a tenth of a second of every submission's grading), through the descriptors it keeps (files)."""
     members = descendants(pid, files)
-    return TreeReading(sum(cpu_seconds(member, files) for member in members), run_delays(members, files))
+    return TreeReading(_counted(pid, members, files), run_delays(engine_processes(pid, members, files), files))
+
+
+def engine_processes(pid: int, members: list[int], files: ProcFiles = _FRESH) -> list[int]:
+    """Of a box's tree (pid and members), the processes the engine started, whose waits for a CPU only the machine's
+    load causes: the box's first process, and the init of its PID namespace (pid 1 there: no process of the box
+    can make another, the seccomp filter refuses new namespaces). The box runs the calls in them. A process the
+    box started itself can be made to wait by the box's own processes (spinners on its CPU, or before the filter
+    refused it, its own nice value and affinity): its waits are not the machine's load, and are never forgiven."""
+    return [member for member in members if member == pid or _namespace_init(member, files)]
+
+
+def _namespace_init(pid: int, files: ProcFiles) -> bool:
+    """Whether pid is pid 1 of a PID namespace below ours (the last of its NSpid numbers, as the kernel says)."""
+    for line in (files.read(f"/proc/{pid}/status") or b"").splitlines():
+        if line.startswith(b"NSpid:"):
+            numbers = line.split()[1:]
+            return len(numbers) > 1 and numbers[-1] == b"1"
+    return False
 
 
 def run_delays(members: list[int], files: ProcFiles = _FRESH) -> dict[int, float]:

@@ -8,14 +8,21 @@ it refuses, by system call and argument, what those others would have stopped:
 
 - always: file locks and leases (a channel between boxes over a file both can read), tracing
   other processes or reading their memory, io_uring (whose operations no filter sees), new
-  namespaces, real-time scheduling, and the kernel's administrative calls (modules, keys, BPF,
-  mounts, clocks, I/O ports);
+  namespaces, every change of scheduling (real-time, nice, CPU affinity: a box that lowers its own
+  priority or pins itself to one CPU makes waits for a CPU that the load-free clock would take for
+  the machine's load), and the kernel's administrative calls (modules, keys, BPF, mounts, clocks,
+  I/O ports);
+- without the memory layer (whose cgroup counts the CPU time of every process the box ever ran):
+  every new process but a thread (fork, vfork, clone without CLONE_THREAD). A child whose parent
+  ignores SIGCHLD is reaped by the kernel, and its CPU time then reaches no /proc file the grader
+  reads; threads count in their process's own time;
 - without the pid layer: any signal but to the box itself (its own pid, or its own process group:
   the sandbox is the leader of a session of its own);
 - without the net layer: new sockets (a pair of connected ones, socketpair, stays allowed);
 - without the ipc layer: System V objects and POSIX message queues (they would outlive the box);
 - without any of mnt, landlock and uid (nothing else keeps the box off the grader's files): every
-  call that creates, writes, renames, removes or changes the permissions of a file.
+  call that creates, writes, renames, removes or changes the permissions of a file, and bind() (to a
+  path it creates a socket file; the filter cannot see the address behind its pointer).
 
 A refused call fails with EPERM (and one the filter cannot inspect, such as openat2 and clone3,
 with ENOSYS, which makes the C library use its older form, which the filter does inspect). A
@@ -51,7 +58,8 @@ NUMBERS = {
     "pidfd_open": 434, "pidfd_send_signal": 424,
     "socket": 41,
     "shmget": 29, "semget": 64, "msgget": 68, "mq_open": 240,
-    "unshare": 272, "setns": 308, "clone": 56, "clone3": 435,
+    "unshare": 272, "setns": 308, "clone": 56, "clone3": 435, "fork": 57, "vfork": 58, "bind": 49,
+    "setpriority": 141, "sched_setaffinity": 203,
     "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "kexec_load": 246, "kexec_file_load": 320,
     "init_module": 175, "finit_module": 313, "delete_module": 176, "add_key": 248, "request_key": 249,
     "keyctl": 250, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "swapon": 167,
@@ -65,8 +73,8 @@ ALWAYS = ("flock", "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_get
           "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "add_key",
           "request_key", "keyctl", "mount", "umount2", "pivot_root", "chroot", "swapon", "swapoff", "reboot",
           "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "iopl", "ioperm",
-          "sched_setscheduler", "sched_setattr", "settimeofday", "clock_settime", "adjtimex", "clock_adjtime",
-          "sethostname", "setdomainname", "syslog", "acct", "quotactl", "vhangup")
+          "sched_setscheduler", "sched_setattr", "setpriority", "sched_setaffinity", "settimeofday", "clock_settime",
+          "adjtimex", "clock_adjtime", "sethostname", "setdomainname", "syslog", "acct", "quotactl", "vhangup")
 # fcntl commands: F_GETLK, F_SETLK, F_SETLKW (and their 64-bit twins), the open-file-description locks, leases,
 # directory notifications.
 LOCK_COMMANDS = (5, 6, 7, 12, 13, 14, 36, 37, 38, 1024, 1025, 1026)
@@ -79,7 +87,9 @@ IPC = ("shmget", "semget", "msgget", "mq_open")
 WRITING = ("creat", "open_by_handle_at", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat",
            "renameat2", "link", "linkat", "symlink", "symlinkat", "mknod", "mknodat", "chmod", "fchmod", "fchmodat",
            "fchmodat2", "chown", "fchown", "lchown", "fchownat", "truncate", "utime", "utimes", "utimensat",
-           "futimesat", "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr")
+           "futimesat", "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr", "bind")
+NEW_PROCESSES = ("fork", "vfork")   # and clone without CLONE_THREAD
+CLONE_THREAD = 0x00010000
 OPEN_FLAGS_ARGUMENT = {"open": 1, "openat": 2}
 WRITE_FLAGS = 0o1 | 0o2 | 0o100 | 0o1000 | 0o2000   # O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_APPEND
 
@@ -102,11 +112,12 @@ class Rules:
     sockets: bool = False        # refuse new sockets
     ipc: bool = False            # refuse System V objects and POSIX queues
     writing: bool = False        # refuse every call that writes the filesystem
+    forks: bool = False          # refuse every new process but a thread
 
 
 def rules_for(held: tuple[str, ...], own_pid: int) -> Rules:
     return Rules(own_pid, signals="pid" not in held, sockets="net" not in held, ipc="ipc" not in held,
-                 writing=not {"mnt", "landlock", "uid"} & set(held))
+                 writing=not {"mnt", "landlock", "uid"} & set(held), forks="memory" not in held)
 
 
 def supported() -> str:
@@ -122,13 +133,14 @@ def program(rules: Rules) -> bytes:
         (_LOAD, 0, 0, _NR), (_JGE, 0, 1, X32_SYSCALL_BIT), (_RET, 0, 0, _ERRNO | errno.EPERM),
     ]
     refused = [*ALWAYS, *(SIGNALS_ELSEWHERE if rules.signals else ()), *(("socket",) if rules.sockets else ()),
-               *(IPC if rules.ipc else ()), *(WRITING if rules.writing else ())]
+               *(IPC if rules.ipc else ()), *(WRITING if rules.writing else ()),
+               *(NEW_PROCESSES if rules.forks else ())]
     for name in refused:
         code += _refuse(name, errno.EPERM)
     for name in ("openat2", "clone3"):   # arguments behind a pointer: the C library falls back on ENOSYS
         code += _refuse(name, errno.ENOSYS)
     code += _argument_in("fcntl", 1, LOCK_COMMANDS, refuse_if_in=True)
-    code += _flags_set("clone", 0, NEW_NAMESPACES)
+    code += _clone(refuse_processes=rules.forks)
     if rules.signals:
         own = (rules.own_pid, 0, -rules.own_pid & 0xFFFFFFFF)   # itself, its group, its group by number
         for name in SIGNALS_TO_ONESELF:
@@ -170,6 +182,15 @@ def _argument_in(name: str, index: int, values, *, refuse_if_in: bool) -> list[t
     matched, unmatched = (_ERRNO | errno.EPERM, _ALLOW) if refuse_if_in else (_ALLOW, _ERRNO | errno.EPERM)
     block = [(_LOAD, 0, 0, _argument(index)), *tests, (_RET, 0, 0, unmatched), (_RET, 0, 0, matched)]
     return [(_JEQ, 0, len(block), NUMBERS[name]), *block]
+
+
+def _clone(*, refuse_processes: bool) -> list[tuple[int, int, int, int]]:
+    """clone, refused when its flags ask for a new namespace, and (refuse_processes) when they lack CLONE_THREAD."""
+    refused = _RET, 0, 0, _ERRNO | errno.EPERM
+    thread_test = [(_JSET, 1, 0, CLONE_THREAD), refused] if refuse_processes else []
+    block = [(_LOAD, 0, 0, _argument(0)), (_JSET, len(thread_test) + 1, 0, NEW_NAMESPACES), *thread_test,
+             (_RET, 0, 0, _ALLOW), refused]
+    return [(_JEQ, 0, len(block), NUMBERS["clone"]), *block]
 
 
 def _flags_set(name: str, index: int, flags: int) -> list[tuple[int, int, int, int]]:

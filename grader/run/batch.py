@@ -9,6 +9,7 @@ import select
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -229,6 +230,7 @@ def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier
     free_gpus = collections.deque(gpus)
     rows: list[Row] = []
     allowed = limits.submission_net + SAFETY_MARGIN
+    allowed_wall = limits.wall_net(allowed)   # the worker's own wall net comes first
 
     def record(submission, outcome: Outcome):
         attempts = gradebook.attempts_before(out, submission.slug) + 1 if outcome.engine_failure else 1
@@ -271,8 +273,8 @@ def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier
                 free_gpus.append(job.gpu)
             record(submission, job.outcome())
         for _submission, job in running.values():
-            if job.clock.elapsed() > allowed:   # a hung worker: an engine bug, never the student's code
-                processes.kill_group(job.pid)
+            if job.clock.elapsed() > allowed or time.monotonic() - job.clock.started > allowed_wall:
+                processes.kill_group(job.pid)   # a hung worker: an engine failure (graded again next run), never a zero
         if not ready:
             progress.show()
     return rows

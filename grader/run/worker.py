@@ -147,11 +147,11 @@ def net(settings: Settings) -> float:
     return settings.limits.submission_net + checks
 
 
-def _result(work_dir: str, settings: Settings, exit_status: int | None, killed: bool) -> Outcome:
+def _result(work_dir: str, settings: Settings, exit_status: int | None, killed: str) -> Outcome:
     if killed:   # the student's code had its budget at most: the rest is the engine's, so a later run grades it again
-        return Outcome.failed(f"grader error: grading took longer than {net(settings):g} s, not "
-                              f"counting waits for a busy machine's CPU, and was stopped (the student's code is "
-                              f"stopped at its budget of {settings.limits.budget:g} s)")
+        return Outcome.failed(f"grader error: grading took longer than {killed}, and was stopped (the student's "
+                              f"code is stopped at its budget of {settings.limits.budget:g} s); a later run grades "
+                              f"it again")
     try:
         with open(os.path.join(work_dir, "result.json")) as handle:
             if exit_status == 0:
@@ -302,6 +302,16 @@ class Boxes:
             processes.kill_children_except(set())   # strays of sandboxes that ended long ago
 
 
+def _net_passed(clock: LoadFreeClock, net: float, wall_net: float) -> str:
+    """Which net a grading has passed, in words ("" where none): the load-free one (the engine's own work past the
+    student's budget), or the wall-clock one behind it (no box can stretch that)."""
+    if clock.elapsed() > net:
+        return f"{net:g} s, not counting waits for a busy machine's CPU"
+    if time.monotonic() - clock.started > wall_net:
+        return f"{wall_net:g} s of wall-clock time"
+    return ""
+
+
 def _fits(spare: Spare, second: bool) -> bool:
     """Whether a waiting sandbox suits a call: the second device warm in it for a call on that device; for a call
     on the CPU, one that warmed up nothing, so that one which did waits for the second-device tests (the engine
@@ -319,9 +329,9 @@ def _spare_for(spares: collections.deque, *, second: bool) -> Spare | None:
     return None
 
 
-def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: float) -> tuple[int | None, bool]:
-    """Answer spawn requests until the trusted process exits, or kill it once the clock passes the net (an
-    engine bug: the student's code is stopped at its budget); (its exit status, whether we killed it).
+def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: float) -> tuple[int | None, str]:
+    """Answer spawn requests until the trusted process exits, or kill it once the clock passes the net, or the wall
+    clock the wall net (Limits.wall_net); (its exit status, which net stopped it: "" where none did).
 
     The first sandbox is started right away, so it locks down while the trusted process starts pytest; the
     first request gets it. Where the template has not warmed up the second device (a GPU run: its boxes warm
@@ -344,14 +354,15 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
             boxes.watch()
             status = boxes.reap()
             if status is not None:
-                return os.waitstatus_to_exitcode(status), False
+                return os.waitstatus_to_exitcode(status), ""
             if time.monotonic() > next_reading:   # a reading walks the process tree: twice a second is enough
                 next_reading = time.monotonic() + 0.5
                 boxes.watch_disk()
-                if clock.elapsed() > net:
+                passed = _net_passed(clock, net, boxes.settings.limits.wall_net(net))
+                if passed:
                     os.kill(trusted_pid, 9)
                     os.waitpid(trusted_pid, 0)
-                    return None, True
+                    return None, passed
             ready, _, _ = select.select(listening + ended, [], [], 0.05)
             if control not in ready:
                 if not listening and not ended:
