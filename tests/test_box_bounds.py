@@ -51,8 +51,8 @@ def reaped(tmp_path_factory):
 def test_cpu_of_children_the_kernel_reaped_is_counted_or_refused(reaped):
     on = reaped["on"]
     assert on["reference"]["score"] == 100.0
-    assert on[REAPED]["status"] == "timeout" and "apply_mask" in on[REAPED]["message"]
-    assert on[REAPED]["part2"] < on["reference"]["part2"]
+    assert on[REAPED]["status"] == "timeout"   # the message says only the kind of trouble, at once
+    assert on[REAPED]["part2"] < on["reference"]["part2"]   # apply_mask (Part 2) timed out
     off = reaped["memory,seccomp"]   # the defence off: its children compute uncounted, the call answers
     assert off[REAPED]["status"] == "graded" and off[REAPED]["score"] == off["reference"]["score"] == 100.0
 
