@@ -31,11 +31,14 @@ class SpecError(ValueError):
     """The declaration cannot be used: the message names the file, the key and what to write instead."""
 
 
-def setting(default, meaning: str, *, choices: tuple = (), positive: bool = False, at_most: float | None = None):
+def setting(default, meaning: str, *, choices: tuple = (), positive: bool = False, at_most: float | None = None,
+            scores: bool = False):
     """One course setting: its default and meaning (its type is the field's annotation), as otter declares
-    its configuration keys with fica.Key. A number is never negative; positive: nor 0; at_most: its largest."""
+    its configuration keys with fica.Key. A number is never negative; positive: nor 0; at_most: its largest.
+    scores: the setting can change a score (a change then asks for a regrade); the others change what students
+    read, or the grade computed from the score (the late policy), never the score."""
     return field(default=default, metadata={"meaning": meaning, "choices": choices, "positive": positive,
-                                            "at_most": at_most})
+                                            "at_most": at_most, "scores": scores})
 
 
 @dataclass(frozen=True)
@@ -59,19 +62,19 @@ class Settings:
     call_timeout: float = setting(
         10.0, "CPU seconds one call into student code (and `import student`) may take, with 6 times that of "
               "wall-clock time; the batch command's --timeout overrides it (in otter_config form also `timeout`)",
-        positive=True)
+        positive=True, scores=True)
     budget: float = setting(
         240.0, "CPU seconds of student code per submission; the batch command's --budget overrides it",
-        positive=True)
+        positive=True, scores=True)
     memory_gb: float = setting(
         4.0, "memory of one sandbox, all its processes together, in GiB; the batch command's --memory-gb "
-             "overrides it", positive=True)
+             "overrides it", positive=True, scores=True)
     forbidden_calls: str = setting(
         "cost", 'a manual path that calls torch\'s fused attention (F.scaled_dot_product_attention, '
                 'F.multi_head_attention_forward, nn.MultiheadAttention), or a fused path that never calls '
                 'F.scaled_dot_product_attention (or a forward(fused=True) that does not go through '
                 'self._fused_attention): "cost" takes the points of every test that ran it (and flags it), "flag" '
-                'only flags it for the instructor', choices=FORBIDDEN_POLICIES)
+                'only flags it for the instructor', choices=FORBIDDEN_POLICIES, scores=True)
     # The late policy (grader/policies/late.py applies it): off by default.
     late_policy: str = setting(
         "none", 'what lateness costs: "per_hour" or "per_day" deducts late_deduction percent of the score per '
@@ -194,6 +197,14 @@ class Spec:
         if chosen is not None:
             return chosen
         return "after_published" if self.settings.show_hidden else "hidden"
+
+    def scoring_facts(self) -> str:
+        """What of the declaration a score depends on, as text: each part's number, title, points and graded names,
+        and the settings declared with scores=True. A course's late policy, budget or visibility is not among them:
+        changing one asks for no regrade."""
+        parts = [(p.number, p.title, p.points, p.module, p.names) for p in self.parts]
+        settings = [(f.name, getattr(self.settings, f.name)) for f in fields(Settings) if f.metadata["scores"]]
+        return repr((self.total, self.module_class, parts, settings))
 
     def with_settings(self, overrides: dict | None, where: str = "the overrides") -> Spec:
         """This declaration with setting keys laid over its settings (checked as [settings] is)."""

@@ -5,6 +5,7 @@ import csv
 import datetime
 import json
 
+from assignment.spec import SPEC
 from autograder.reports import recorded_scores
 from grader.contain.limits import Limits
 from grader.row import Row
@@ -43,6 +44,15 @@ def test_only_the_submissions_whose_tests_flipped_are_listed_with_their_flips(tm
 def test_what_a_result_was_graded_with_follows_the_limits(tmp_path):
     assert changes.graded_with(Limits()) == changes.graded_with(Limits())
     assert changes.graded_with(Limits()) != changes.graded_with(Limits(call_timeout=Limits().call_timeout + 1))
+
+
+def test_what_a_result_was_graded_with_follows_what_can_change_a_score_and_nothing_else(monkeypatch):
+    before = changes.graded_with(Limits())
+    monkeypatch.setattr(changes, "SPEC", SPEC.with_settings({"late_policy": "per_day", "allowed_submissions": 3,
+                                                             "show_hidden": False}))
+    assert changes.graded_with(Limits()) == before   # a late policy, a budget, a visibility: no regrade asked
+    monkeypatch.setattr(changes, "SPEC", SPEC.with_settings({"forbidden_calls": "flag"}))
+    assert changes.graded_with(Limits()) != before
 
 
 def test_an_archive_keeps_the_earlier_run_whole(tmp_path):

@@ -21,20 +21,23 @@ import json
 import pathlib
 import shutil
 
+from assignment.spec import SPEC
 from grader.paths import GRADING_DIR, REFERENCE_DIR, REPO
 from grader.row import Row
 from grader.run.files import atomic_write
 from grader.sanitize import csv_cell
 
-SUITE_FILES = (GRADING_DIR, REFERENCE_DIR, REPO / "assignment" / "assignment.toml")
+SUITE_FILES = (GRADING_DIR, REFERENCE_DIR)
 OUTPUTS = ("grades.csv", "tests.csv", "tests.png", "summary.png", "similarity.csv", "similarity.html",
            "gradescope.csv", "changes.csv", "repeat.csv")
 
 
 def graded_with(limits) -> str:
-    """A digest of everything a score depends on besides the submission: the hidden suite's files, the reference,
-    the spec and the limits (those of them that are there)."""
+    """A digest of everything a score depends on besides the submission: the hidden suite's files, the reference
+    (where it is there), what of the spec a score depends on (Spec.scoring_facts: not a late policy, a budget or a
+    visibility) and the limits."""
     digest = hashlib.sha256(repr(sorted(dataclasses.asdict(limits).items())).encode())
+    digest.update(SPEC.scoring_facts().encode())
     for root in SUITE_FILES:   # autograder.zip ships no reference: what is not there is not part of the digest
         paths = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts) \
             if root.is_dir() else [root] if root.is_file() else []
