@@ -34,7 +34,7 @@ import unicodedata
 
 from assignment.spec import SPEC
 from grader.policies import late
-from grader.row import Row, RowError, Submitter, of_results
+from grader.row import Row, RowError, of_results
 from grader.run.files import atomic_write
 from grader.run.outcome import Outcome
 from grader.run.recorded import hours_late
@@ -51,7 +51,7 @@ def identity(submission) -> dict:
     recorded.py)."""
     record = submission.recorded
     return {"submission": submission.name, "submission_id": submission.submission_id,
-            "submitters": [Submitter(s.name, s.sid, s.email) for s in submission.submitters],
+            "submitters": list(submission.submitters),
             "gradescope_score": None if record is None else record.score, "late": hours_late(record)}
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from grader import source_rules
 from grader.paths import STUDENT_DIR
+from grader.row import Submitter
 from grader.run.recorded import Recorded, recorded
 
 MAX_FILES = 2000
@@ -76,14 +77,6 @@ def graded_modules() -> set[str]:
         if isinstance(node, ast.Assign) and any(getattr(target, "id", "") == "_HOMES" for target in node.targets):
             return {f"{module}.py" for module in ast.literal_eval(node.value).values()}
     raise RuntimeError(f"{HANDOUT_INIT} defines no _HOMES")
-
-
-@dataclass(frozen=True)
-class Submitter:
-    """A student named by a Gradescope export (empty strings where the export gives nothing)."""
-    name: str
-    sid: str = ""
-    email: str = ""
 
 
 @dataclass(frozen=True)
