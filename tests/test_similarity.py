@@ -198,7 +198,7 @@ def run_engine(root: pathlib.Path, folder: pathlib.Path, out: pathlib.Path) -> d
               "from grader.run import submissions\n"
               "from autograder.reports import similarity\n"
               f"pairs = similarity.write(__import__('pathlib').Path({str(out)!r}), "
-              f"submissions.discover([{str(folder)!r}]))\n"
+              f"submissions.discover([{str(folder)!r}])).pairs\n"
               "print(json.dumps({'engine': similarity.__file__, 'modules': sorted(sys.modules),"
               " 'flagged': sorted([p.first.name, p.second.name] for p in pairs)}))\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -229,11 +229,11 @@ def test_the_report_knows_the_handout_as_boilerplate(tmp_path, monkeypatch):
     write_submission(folder / "edited", solution=False, overrides={"masking.py": reference_source("masking.py")})
     found = submissions.discover([folder])
     (tmp_path / "out").mkdir()
-    assert similarity.write(tmp_path / "out", found) == []
+    assert similarity.write(tmp_path / "out", found).pairs == []
     similarity.handout_files.cache_clear()
     monkeypatch.setattr(similarity, "package_files", lambda _folder: {})   # the defence off
     try:
-        assert len(similarity.write(tmp_path / "out", found)) == 6   # every pair of the four
+        assert len(similarity.write(tmp_path / "out", found).pairs) == 6   # every pair of the four
     finally:
         monkeypatch.undo()
         similarity.handout_files.cache_clear()
@@ -259,14 +259,14 @@ def test_the_report_is_made_once_for_the_same_submissions(tmp_path, monkeypatch)
     contents = {s.source: submissions.fingerprint(s.location, str(tmp_path)) for s in found}
     out = tmp_path / "out"
     out.mkdir()
-    assert similarity.write_bounded(out, found, contents) == 1   # two copies of the reference
+    assert similarity.write_bounded(out, found, contents) == (1, [])   # two copies of the reference
     made = (out / "similarity.csv").stat().st_mtime_ns
 
     def never(*_args):
         raise AssertionError("compared again")
 
     monkeypatch.setattr(similarity.bounded, "run", never)
-    assert similarity.write_bounded(out, found, contents) == 1
+    assert similarity.write_bounded(out, found, contents) == (1, [])
     assert (out / "similarity.csv").stat().st_mtime_ns == made
     changed = {**contents, found[0].source: "unpacked-sha256:other"}
     with pytest.raises(AssertionError, match="compared again"):
@@ -289,8 +289,34 @@ def test_a_similarity_step_past_its_limits_leaves_a_line_not_a_crash(tmp_path, m
 
     monkeypatch.setattr(similarity, "write", hoarding)
     monkeypatch.setattr(similarity, "step_limits", lambda _n: bounded.StepLimits(1 << 30, 30, 600.0))
-    flagged, why = reports._similarity(tmp_path, found, contents)
+    flagged, why, _unread = reports._similarity(tmp_path, found, contents)
     assert flagged is None and why.startswith("the similarity report was not written: it ran out of memory")
+
+
+def test_a_graded_submission_the_report_could_not_read_is_an_error_line(tmp_path):
+    """Issue 49: an export zip's submissions were removed before the report read them, and each was dropped
+    without a word. A graded submission compared with nobody is an error line and is named on the page; an
+    error row's unreadable upload (never graded) is not."""
+    from autograder import grade_cli, reports
+    from grader.row import Row
+    from grader.run.batch import Run
+    for name in ("a", "b", "gone"):
+        write_submission(tmp_path / "class" / name)
+    (tmp_path / "class" / "junk.zip").write_bytes(b"not a zip")
+    found = submissions.discover([tmp_path / "class"])
+    shutil.rmtree(tmp_path / "class" / "gone")
+    rows = [Row("error" if s.name == "junk" else "graded", s.name, source=s.source) for s in found]
+    out = tmp_path / "out"
+    out.mkdir()
+    run = Run(rows, "", found, {s.source: s.name for s in found})
+    written = reports.write(out, run)
+    assert written.flagged == 1 and written.not_compared == ["gone"]
+    lines, _wrote = grade_cli.report_lines(run, written, str(out))
+    assert [line for line in lines if line.startswith("error:")] == [
+        "error: similarity: 1 graded submission(s) could not be read for the comparison, so were compared with "
+        "nobody: gone"]
+    page = (out / "similarity.html").read_text()
+    assert "2 submissions compared" in page and "compared with nobody: gone, junk" in page
 
 
 def test_pairs_are_grouped_into_families_the_largest_first(tmp_path):

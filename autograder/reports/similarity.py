@@ -456,14 +456,14 @@ STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}
          "border-bottom:1px solid #ddd;text-align:left}.pair{margin:2em 0}.sides{display:flex;gap:1em}"
          ".side{flex:1;min-width:0}pre{background:#f6f6f6;padding:.5em;overflow-x:auto;font-size:12px}"
          "mark{background:#ffd27f}.line{color:#888;user-select:none}.cut{color:#888}h4{margin:.8em 0 .2em}"
-         "summary h2{display:inline;cursor:pointer}")
+         "summary h2{display:inline;cursor:pointer}.error{color:#b00000;font-weight:bold}")
 
 
-def render_html(pairs: list[Pair], compared: int, settings: str) -> str:
+def render_html(pairs: list[Pair], compared: int, settings: str, unread: list[str] | None = None) -> str:
     """A self-contained page (no network, no script): the families of flagged pairs, the pairs, then for each
     family (at most SHOWN_PAIRS) its closest pair's code side by side with the shared spans marked: one drawing
     per family, every one but the first folded, so a class of 500 makes a page of its tables, not of hundreds of
-    drawings.
+    drawings. unread: the submissions that could not be read, so compared with nobody.
     Everything from a submission is escaped."""
     e = html.escape
     found = families(pairs)
@@ -494,7 +494,9 @@ def render_html(pairs: list[Pair], compared: int, settings: str) -> str:
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>Code similarity</title>"
             f"<style>{STYLE}</style></head><body><h1>Code similarity: {len(found)} famil"
             f"{'y' if len(found) == 1 else 'ies'}, {len(pairs)} pair(s) to look at</h1>"
-            f"<p>{compared} submissions compared ({e(settings)}). Each family (submissions linked by flagged pairs, "
+            + (f"<p class='error'>{len(unread)} submission(s) could not be read, so compared with nobody: "
+               f"{e(', '.join(printable(name) for name in unread))}</p>" if unread else "")
+            + f"<p>{compared} submissions compared ({e(settings)}). Each family (submissions linked by flagged pairs, "
             f"directly or through one another) is drawn below once, by its closest pair side by side (the first "
             f"unfolded; click a family to unfold it); similarity.csv "
             f"lists every pair with its family. A flag asks a human to look: it is never evidence on its own and "
@@ -556,11 +558,12 @@ def settings_line() -> str:
             f"and share at least {MIN_SHARED} tokens; the handout's code is boilerplate; no group compared within")
 
 
-def write_bounded(out: pathlib.Path, found, contents: dict[str, str]) -> int:
+def write_bounded(out: pathlib.Path, found, contents: dict[str, str]) -> tuple[int, list[int]]:
     """write(), run as a class-level step within limits of its own (bounded.py), and not run again when out/
     already holds the report of exactly these submissions (their contents, names and students) with these
-    settings: a resume with nothing new reuses it. Returns how many pairs are flagged; raises bounded.Stopped
-    (and leaves no report: an earlier one would describe other submissions)."""
+    settings: a resume with nothing new reuses it. Returns how many pairs are flagged and the submissions that
+    could not be read (Report.unread); raises bounded.Stopped (and leaves no report: an earlier one would describe
+    other submissions)."""
     import hashlib
     key = hashlib.sha256(json.dumps([settings_line(), handout_code(), MAX_CODE_CHARS, MAX_FILE_CHARS, [
         [s.source, contents.get(s.source), s.name, s.slug, sorted(_people(s))] for s in found]],
@@ -568,14 +571,19 @@ def write_bounded(out: pathlib.Path, found, contents: dict[str, str]) -> int:
     try:
         cached = json.loads((out / KEY_FILE).read_text())
         if cached["key"] == key and all((out / name).is_file() for name in REPORT_FILES):
-            return int(cached["flagged"])
+            return int(cached["flagged"]), [int(index) for index in cached["unread"]]
     except (OSError, ValueError, KeyError, TypeError):
         pass
     for name in (KEY_FILE, *REPORT_FILES):
         (out / name).unlink(missing_ok=True)
-    flagged = bounded.run(lambda: len(write(out, found)), step_limits(len(found)))
-    atomic_write(out / KEY_FILE, json.dumps({"key": key, "flagged": flagged}))
-    return flagged
+
+    def step() -> dict:
+        report = write(out, found)
+        return {"flagged": len(report.pairs), "unread": report.unread}
+
+    made = bounded.run(step, step_limits(len(found)))
+    atomic_write(out / KEY_FILE, json.dumps({"key": key, **made}))
+    return made["flagged"], made["unread"]
 
 
 def step_limits(submissions_compared: int) -> bounded.StepLimits:
@@ -585,12 +593,22 @@ def step_limits(submissions_compared: int) -> bounded.StepLimits:
     return bounded.StepLimits(memory_bytes=STEP_MEMORY_BYTES, cpu_seconds=cpu, load_free_seconds=2.0 * cpu)
 
 
-def write(out: pathlib.Path, found) -> list[Pair]:
-    """out/similarity.csv and out/similarity.html for these submissions; returns the flagged pairs."""
-    codes = [code for code in _spread(_read_of, range(len(found)), found, _workers(len(found))) if code is not None]
+@dataclass(frozen=True)
+class Report:
+    pairs: list[Pair]     # flagged, the most similar first
+    unread: list[int]     # the submissions (their places in found) that could not be read: compared with nobody
+
+
+def write(out: pathlib.Path, found) -> Report:
+    """out/similarity.csv and out/similarity.html for these submissions: the flagged pairs, and which submissions
+    could not be read (gone, or not unpackable: the page names them)."""
+    read = _spread(_read_of, range(len(found)), found, _workers(len(found)))
+    codes = [code for code in read if code is not None]
+    unread = [index for index, code in enumerate(read) if code is None]
     pairs = compare(codes)
     write_csv(out, pairs)
-    atomic_write(out / "similarity.html", render_html(pairs, len(codes), settings_line()))
-    return pairs
+    atomic_write(out / "similarity.html", render_html(pairs, len(codes), settings_line(),
+                                                      [found[index].name for index in unread]))
+    return Report(pairs, unread)
 
 

@@ -78,7 +78,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
               private=(), force=(), regrade: bool = False, repeat: int = 1, due=None,
               exports: bool = True, template: Template | None = None, shard: tuple[int, int] | None = None,
               gpus: tuple[int, ...] = (), read_metadata: submissions.MetadataReader | None = None,
-              public_checks: bool = False) -> Run:
+              public_checks: bool = False, staging: str | None = None) -> Run:
     """Grade everything under paths that out/ has no result for yet: results/<slug>.json each, and grades.csv.
     keep: a folder that gets, per submission, its trusted-side pytest log and its sandboxes' output.
     private: the grader's own files and folders that no sandbox may read (see isolation_note).
@@ -97,7 +97,9 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
     gpus: a GPU run: each job is given one of these GPUs, which no other running job has (workers at most as many).
     read_metadata: how a Gradescope export's metadata is read (the instructor's command gives it; without it an
     export among the paths is refused: submissions.discover).
-    public_checks: run the handout's public checks too (public_checks.py), as entries worth no points."""
+    public_checks: run the handout's public checks too (public_checks.py), as entries worth no points.
+    staging: a private folder (0700) to extract export zips into, which the caller removes once what reads the
+    submissions after the run (the class reports) is done; None: one of the run's own, removed at its end."""
     if gpus and workers > len(gpus):
         raise ValueError(f"{workers} workers for {len(gpus)} GPU(s): one submission per GPU at a time")
     for raw in paths:
@@ -107,7 +109,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
     sandbox_root = tempfile.mkdtemp(prefix="autograder-sandboxes-")
     os.chmod(sandbox_root, 0o711)   # a sandbox may enter its own folder, never list the others
     trusted_root = tempfile.mkdtemp(prefix="autograder-trusted-")
-    exports_root = tempfile.mkdtemp(prefix="autograder-exports-")   # export zips extracted: ours alone (0700)
+    exports_root = staging or tempfile.mkdtemp(prefix="autograder-exports-")   # export zips extracted: ours alone
     template = template or Template()   # before reading the class
     closing, run = None, None
     suite = changes.graded_with(limits)
@@ -155,11 +157,12 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         template.close()
         memcg.remove_own_run()   # the run's memory cgroup (the probe made it), with any box group left in it
         _remove_roots(sandbox_root, trusted_root)
-        shutil.rmtree(exports_root, ignore_errors=True)
         if closing is not None:   # no sandbox of this run is left: the modes go back (unless a run beside uses them)
             lost = closing.end()
             if run is not None:
                 run.closed, run.left_closed, run.not_put_back = closing.paths, closing.left_closed, lost
+        if staging is None:   # after the modes went back: an extracted submission removed first reads as "gone"
+            shutil.rmtree(exports_root, ignore_errors=True)
     if shard is None:
         gradebook.write_csv(out, rows)
     elif run is not None:

@@ -122,21 +122,22 @@ def main_output(run, out: str, code: int) -> int:
 
 
 def grade(argv=None, arguments: argparse.ArgumentParser | None = None, read_metadata=None,
-          started: tuple[int, int] | None = None):
+          started: tuple[int, int] | None = None, staging: str | None = None):
     """(exit status, the batch's Run or None, the parsed arguments): the whole batch, results and grades.csv.
     read_metadata: how a Gradescope export's metadata is read (the instructor's command gives it; without it an
-    export is refused, saying which command reads it). started: the template, where the caller started it."""
+    export is refused, saying which command reads it). started: the template, where the caller started it.
+    staging: where export zips are extracted, a private folder the caller removes after its reports (grade_all)."""
     from grader.run.pool import Template
 
     # First of all: torch's import in the template (a second) runs side by side with everything before the first job.
     template = Template(started)
     try:
-        return _grade(argv, template, arguments or parser(), read_metadata)
+        return _grade(argv, template, arguments or parser(), read_metadata, staging)
     finally:
         template.close()   # grade_all closed it already where it ran
 
 
-def _grade(argv, template, arguments: argparse.ArgumentParser, read_metadata=None):
+def _grade(argv, template, arguments: argparse.ArgumentParser, read_metadata=None, staging=None):
     args = arguments.parse_args(argv)
     if args.workers < 1 or args.timeout <= 0 or args.budget <= 0 or args.memory_gb <= 0 or args.repeat < 1:
         print("grade: --workers, --timeout, --budget, --memory-gb and --repeat must be positive", file=sys.stderr)
@@ -168,7 +169,7 @@ def _grade(argv, template, arguments: argparse.ArgumentParser, read_metadata=Non
                               limits=limits, keep=args.keep, private=args.private, force=args.force,
                               regrade=args.regrade, repeat=args.repeat, due=due, exports=args.exports,
                               template=template, shard=args.shard, gpus=gpus, read_metadata=read_metadata,
-                              public_checks=args.public_checks)
+                              public_checks=args.public_checks, staging=staging)
     except (FileNotFoundError, KeyError, batch.SetupError) as error:
         print(f"grade: {error.args[0] if isinstance(error, KeyError) else error}", file=sys.stderr)
         return 2, None, args
@@ -206,11 +207,11 @@ def closing_lines(run, out: str, notes: Sequence[str] = (), also_wrote: str = ""
     if run.closed:
         back = [path for path in run.closed if path not in run.left_closed and path not in run.not_put_back]
         lines.append("permissions: closed to other users while the sandboxes ran (each has a user id of its own)"
-                     + (f"; put back: {_some(back)}" if back else "")
+                     + (f"; put back: {some(back)}" if back else "")
                      + (f"; left closed while another grading run on this machine uses them (the last to end puts "
-                        f"them back): {_some(run.left_closed)}" if run.left_closed else ""))
+                        f"them back): {some(run.left_closed)}" if run.left_closed else ""))
     if run.not_put_back:
-        lines.append(f"permissions: not put back (gone or replaced since): {_some(run.not_put_back)}")
+        lines.append(f"permissions: not put back (gone or replaced since): {some(run.not_put_back)}")
     if run.repeats is not None:
         lines.append(f"repeat: {len(run.repeats)} submission(s) got a different result when graded again "
                      f"({where(out, 'repeat.csv')})")
@@ -224,8 +225,8 @@ def closing_lines(run, out: str, notes: Sequence[str] = (), also_wrote: str = ""
     return lines
 
 
-def _some(paths: list, shown: int = 4) -> str:
-    """The first paths, printable (a folder's name may be any bytes, and a student may have chosen it)."""
+def some(paths: list, shown: int = 4) -> str:
+    """The first paths (or names), printable (a folder's name may be any bytes, and a student may have chosen it)."""
     from grader.sanitize import printable
 
     more = len(paths) - shown
