@@ -45,3 +45,7 @@ def test_the_example_class_grades_into_a_gradebook(tmp_path):
     assert (out / "similarity.csv").read_text().startswith("first,second,similarity,")
     assert (out / "similarity.html").read_text().startswith("<!doctype html>")
     assert "similarity:" in proc.stdout
+    families: dict[str, set] = {}   # what the README says of it: the edits of the one reference are one family
+    for pair in csv.DictReader((out / "similarity.csv").open()):
+        families.setdefault(pair["family"], set()).update((pair["first"], pair["second"]))
+    assert list(families.values()) == [{"alice", "bob", "dave", "erin", "frank"}]
