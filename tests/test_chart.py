@@ -47,6 +47,9 @@ def test_tests_png_has_a_bar_per_test_coloured_by_part_and_labels_cut_to_fit():
     assert colours[0] != colours[1]
     labels = [label.get_text() for label in axes.get_yticklabels()]
     assert labels[0] == "Part 1  scaled" and labels[1].endswith("…") and len(labels[1]) == chart.LABEL_CHARS
+    # Issue 49: "25% of 4" under "submissions that passed" read as a count; and a band of margin above the first bar
+    assert [text.get_text() for text in axes.texts] == ["25% (4 submissions)", "100% (4 submissions)"]
+    assert "pass rate" in axes.get_xlabel() and axes.get_ylim() == (1.5, -0.5)
 
 
 def test_the_pictures_are_pngs_of_the_size_said():

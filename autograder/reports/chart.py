@@ -69,13 +69,15 @@ def tests_figure(bars: list[tuple[int, str, float, int]], title: str):
     rates = [max(0.0, min(100.0, rate)) for _, _, rate, _ in bars]
     drawn = axes.barh(range(len(bars)), rates, color=[PART_COLOURS[(part - 1) % len(PART_COLOURS)]
                                                       for part, *_ in bars])
-    axes.bar_label(drawn, labels=[f"{rate:.0f}% of {graded}" for _, _, rate, graded in bars], padding=3,
+    # A bar is a pass rate over every case on every submission, not a count of submissions: its label says both.
+    axes.bar_label(drawn, labels=[f"{rate:.0f}% ({graded} submissions)" for _, _, rate, graded in bars], padding=3,
                    fontsize=8)
     labels = [f"Part {part}  {function.removeprefix('test_')}" for part, function, _, _ in bars]
     axes.set_yticks(range(len(bars)), [label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 1] + "…"
                                        for label in labels], fontsize=8)
-    axes.set(xlim=(0, 100), title=title, xlabel="submissions that passed (all of a test's cases together)")
-    axes.invert_yaxis()
+    axes.set(xlim=(0, 100), title=title,
+             xlabel="pass rate: % of the test's cases passed, on every submission with test results")
+    axes.set_ylim(len(bars) - 0.5, -0.5)   # the first bar on top, with no empty band of margin above it
     figure.tight_layout()
     return figure
 

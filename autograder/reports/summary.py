@@ -15,5 +15,6 @@ def write(out: pathlib.Path, rows: list[Row]) -> None:
     rates = [(f"{p}. {PART_TITLES[p]}",
               100 * sum(r.part(p) >= PART_POINTS[p] - 1e-6 for r in graded) / max(1, len(graded)))
              for p in PART_POINTS]
-    title = f"Scores ({len(graded)} graded; {len(rows) - len(graded)} errors not counted)"
+    errors = len(rows) - len(graded)
+    title = f"Scores ({len(graded)} graded; {errors} error{'' if errors == 1 else 's'} not counted)"
     atomic_write(out / "summary.png", chart.draw([r.score for r in graded], title, rates, "Full marks per part"))
