@@ -68,6 +68,7 @@ class Run:
     earlier: pathlib.Path | None = None            # --regrade: where the earlier run's files were moved
     repeats: list[Change] | None = None    # --repeat: what differed between the gradings
     stale: int = 0                       # results kept that were graded with another suite or other limits
+    kept: int = 0                        # submissions whose results out/ held already: not graded by this run
     closed: list[str] = field(default_factory=list)          # closed to other users for the run (root)
     left_closed: list[str] = field(default_factory=list)     # of those, still used by another run on this machine
     not_put_back: list[str] = field(default_factory=list)    # gone or replaced since: their modes not restored
@@ -146,7 +147,8 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         rows += _grade(template, todo, out, workers, limits, note, list(rows), progress, keep, contents, again, suite,
                        gradebook_too=shard is None, gpus=gpus)
         progress.close()
-        run = Run(rows, note, found, contents, stale=sum(r.graded_with != suite for r in rows))
+        run = Run(rows, note, found, contents, stale=sum(r.graded_with != suite for r in rows),
+                  kept=len(found) - len(todo))
         if earlier:
             run.earlier = earlier
             run.changes = changes.compare((before, earlier / "results"), (_by_source(rows), out / "results"))

@@ -28,6 +28,10 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from grader.run.run_settings import Settings
 
 # The paragraphs of this docstring that a command built on this one shows in its --help as they are.
 SHARED_HELP = ("Exit status:", "A class larger than one machine:")
@@ -127,14 +131,46 @@ def grade(argv=None, arguments: argparse.ArgumentParser | None = None, read_meta
     read_metadata: how a Gradescope export's metadata is read (the instructor's command gives it; without it an
     export is refused, saying which command reads it). started: the template, where the caller started it.
     staging: where export zips are extracted, a private folder the caller removes after its reports (grade_all)."""
-    from grader.run.pool import Template
-
-    # First of all: torch's import in the template (a second) runs side by side with everything before the first job.
-    template = Template(started)
+    # started: torch's import in the template (a second) runs side by side with everything before the first job.
+    # Else the template starts at the first job: a run that may grade nothing (a resume, the closing run of shards)
+    # never imports torch.
+    template = _template(started)
     try:
         return _grade(argv, template, arguments or parser(), read_metadata, staging)
     finally:
         template.close()   # grade_all closed it already where it ran
+
+
+def _template(started: tuple[int, int] | None):
+    from grader.run.pool import Template
+
+    class Lazy(Template):
+        """A template started at the first job (a fresh program then as at the command's start: the batch's memory,
+        which now holds the class, is gone at its exec; template_boot.py), configured with the settings kept."""
+
+        def __init__(self):
+            self.real: Template | None = None
+            self.settings: Settings | None = None
+            self.closed = False
+
+        def configure(self, settings: Settings) -> None:
+            self.settings = settings
+
+        def start(self, source: str, keep: str | None = None, gpu: int | None = None, *, more: bool = False):
+            if self.closed:
+                raise RuntimeError("the grading template process went away")
+            if self.real is None:
+                self.real = Template()
+                if self.settings is not None:
+                    self.real.configure(self.settings)
+            return self.real.start(source, keep, gpu, more=more)
+
+        def close(self) -> None:
+            self.closed = True
+            if self.real is not None:
+                self.real.close()
+
+    return Template(started) if started else Lazy()
 
 
 def _grade(argv, template, arguments: argparse.ArgumentParser, read_metadata=None, staging=None):
@@ -194,6 +230,8 @@ def closing_lines(run, out: str, notes: Sequence[str] = (), also_wrote: str = ""
     from grader.contain import load_free
     where = os.path.join
     lines = ["", f"isolation: {run.note}"]
+    if run.kept:   # a resume: what this run did, beside what it found done
+        lines.append(f"resumed: {len(run.found) - run.kept} graded now, {run.kept} kept from an earlier run in {out}")
     if not load_free.kernel_reports_waits():
         lines.append("limits: this kernel reports no run-queue delay (/proc/PID/schedstat), so the limits on time "
                      "that is not CPU time are wall-clock time here: a busy machine can reach them")
