@@ -57,3 +57,19 @@ def test_the_pictures_are_pngs_of_the_size_said():
     with Image.open(io.BytesIO(png)) as image:
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and image.size == (1100, 400)
     assert chart.draw_tests([(1, "test_a", 50.0, 2)], "Pass rate")[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_picture_is_drawn_again_only_when_what_it_shows_changed(tmp_path):
+    """Issue 49: a resume that grades nothing spent most of its CPU time redrawing the same pictures."""
+    calls = []
+
+    def draw(*data):
+        calls.append(data)
+        return b"png"
+
+    for scores in ([1.0], [1.0], [2.0]):
+        chart.write(tmp_path, "x.png", draw, scores, "title")
+    assert calls == [([1.0], "title"), ([2.0], "title")]
+    (tmp_path / "x.png").unlink()   # gone since: drawn again
+    chart.write(tmp_path, "x.png", draw, [2.0], "title")
+    assert len(calls) == 3 and (tmp_path / "x.png").read_bytes() == b"png"

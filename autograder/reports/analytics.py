@@ -147,6 +147,6 @@ def write(out: pathlib.Path, rows: list[Row], picture: bool = True) -> list[Test
         # The bars count the submissions each test ran for; the title, the most any test ran for (a timed-out run
         # ran only some tests, a row without a results file none), so no bar says more than the title.
         counted = max((stat.graded for stat in stats), default=0)
-        atomic_write(out / "tests.png", chart.draw_tests(by_function(stats), f"Pass rate per hidden test ({counted} "
-                                                         "submissions with test results), weakest first"))
+        chart.write(out, "tests.png", chart.draw_tests, by_function(stats),
+                    f"Pass rate per hidden test ({counted} submissions with test results), weakest first")
     return stats

@@ -5,7 +5,6 @@ import pathlib
 
 from autograder.reports import chart
 from grader.row import Row
-from grader.run.files import atomic_write
 from grader.scoring import PART_POINTS, PART_TITLES
 
 
@@ -17,4 +16,4 @@ def write(out: pathlib.Path, rows: list[Row]) -> None:
              for p in PART_POINTS]
     errors = len(rows) - len(graded)
     title = f"Scores ({len(graded)} graded; {errors} error{'' if errors == 1 else 's'} not counted)"
-    atomic_write(out / "summary.png", chart.draw([r.score for r in graded], title, rates, "Full marks per part"))
+    chart.write(out, "summary.png", chart.draw, [r.score for r in graded], title, rates, "Full marks per part")
