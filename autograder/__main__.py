@@ -3,6 +3,7 @@
 Each command lives in its own module; this file only dispatches.
 """
 import importlib
+import os
 import sys
 
 COMMANDS = {
@@ -24,13 +25,29 @@ def usage() -> str:
     return "\n".join(lines)
 
 
+def resuming(arguments: list[str]) -> bool:
+    """Whether grade's --out already holds results, read from the raw arguments (before argparse loads): only
+    when the template starts, never what is graded."""
+    out = next((arguments[i + 1] for i, arg in enumerate(arguments[:-1]) if arg == "--out"),
+               next((arg.removeprefix("--out=") for arg in arguments if arg.startswith("--out=")), None))
+    if out is None:
+        return False
+    try:
+        with os.scandir(os.path.join(out, "results")) as entries:
+            return any(entry.name.endswith(".json") for entry in entries)
+    except OSError:
+        return False
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         print(usage(), file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout)
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     started = None
-    if argv[0] == "grade":   # first of all: torch's import in the template runs beside the command's loading
+    if argv[0] == "grade" and not resuming(argv[1:]):
+        # First of all: torch's import in the template runs beside the command's loading. A resume (or the closing
+        # run of shards) may grade nothing: its template starts at its first job, if any (grader/run/command.py).
         from grader.run import template_boot
         started = template_boot.start()
     try:

@@ -13,7 +13,8 @@ the README's main-job command `python -m autograder grade out/example-class --ou
     grace.zip      not a zip at all (gets an `error` row)
 
 They are generated from the reference solution and the bug zoo, so they never drift from the
-assignment.
+assignment; being edits of one reference, alice, bob, dave, erin and frank are one family of the similarity
+report (a real class's independent solutions are not flagged).
 """
 from __future__ import annotations
 

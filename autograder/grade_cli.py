@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 
 from autograder import exports
 from grader.run import command
@@ -35,7 +36,13 @@ def parser():
 
 def main(argv=None, started: tuple[int, int] | None = None) -> int:
     """started: the template, where python -m autograder started it first of all."""
-    code, run, args = command.grade(argv, parser(), exports.read_metadata, started)
+    # An export zip is extracted here, not in the batch's own folder: the reports read its submissions after it.
+    with tempfile.TemporaryDirectory(prefix="autograder-exports-", ignore_cleanup_errors=True) as staging:
+        return _grade(argv, started, staging)
+
+
+def _grade(argv, started: tuple[int, int] | None, staging: str) -> int:
+    code, run, args = command.grade(argv, parser(), exports.read_metadata, started, staging)
     if run is None:
         return code
     if run.shard:   # the reports are of the whole class: the run without --shard makes them
@@ -60,6 +67,9 @@ def report_lines(run, written, out: str) -> tuple[list[str], str]:
         if written.flagged is None else [
         f"similarity: {written.flagged} pair(s) of submissions to look at ({where(out, 'similarity.html')}, "
         f"similarity.csv); a flag for a human, never points"]
+    if written.not_compared:
+        lines.append(f"error: similarity: {len(written.not_compared)} graded submission(s) could not be read for the "
+                     f"comparison, so were compared with nobody: {command.some(written.not_compared)}")
     if scored:
         lines.append(f"gradescope: {len(written.disagreements)} submission(s) scored differently from the score "
                      f"Gradescope recorded ({where(out, 'gradescope.csv')})")

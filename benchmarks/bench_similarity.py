@@ -1,4 +1,4 @@
-"""How long the class's similarity report takes: python benchmarks/bench_similarity.py [--size 50 100 200 400]
+"""How long the class's similarity report takes: python benchmarks/bench_similarity.py [--size 100 200 400 800]
 [--write-docs]
 
 Builds a generated class of each size (autograder/cohort: the zoo, the independent hands, disguised copies) and
@@ -9,7 +9,10 @@ reference, so most pairs here are near-copies: the slow case.
 Printed side by side: wall and CPU seconds (of the whole process tree: this process and the workers it forks),
 ms of CPU a pair, and the ratio to the comparison before it was vectorised (copydetect's compare_files on every pair:
 BEFORE_CPU_S at 400 submissions, growing as n^BEFORE_EXPONENT; other sizes scaled by that growth), then the
-fitted growth exponent (the log-log slope of CPU seconds against n). The load average is printed with them:
+fitted growth exponent (the log-log slope of CPU seconds against n) over the sizes measured, the exponent of the
+last doubling (where the growth is steepest: the flagged pairs, which here are most pairs, grow as n^2), and what a
+class of PROJECTED submissions would cost, extrapolated from the largest size at that steepest exponent. The
+default sizes span what courses meet (100 to 800: 800 takes about 75 CPU-s). The load average is printed with them:
 the figures are only comparable on an idle machine. --write-docs writes the table into docs/graders.md's block
 "similarity" (benchmarks/figures.py).
 """
@@ -32,7 +35,8 @@ from autograder import cohort
 from autograder.reports import similarity
 from grader.run import submissions
 
-SIZES = (50, 100, 200, 400)
+SIZES = (100, 200, 400, 800)
+PROJECTED = 2000   # a large course: what its report costs, extrapolated
 DOCUMENT, BLOCK = "docs/graders.md", "similarity"
 # Measured before the comparison was vectorised (compare_files on every pair): 205 CPU-s at 400, 2.57 ms a pair, n^2.05.
 BEFORE_N, BEFORE_CPU_S, BEFORE_EXPONENT = 400, 205.0, 2.05
@@ -50,7 +54,7 @@ def measure(size: int) -> dict:
     with tempfile.TemporaryDirectory() as work:
         found = generated_class(pathlib.Path(work) / "class", size)
         wall, cpu = time.monotonic(), own_and_children_seconds()
-        flagged = len(similarity.write(pathlib.Path(work), found))
+        flagged = len(similarity.write(pathlib.Path(work), found).pairs)
         wall, cpu = time.monotonic() - wall, own_and_children_seconds() - cpu
     n = len(found)
     return {"n": n, "pairs": n * (n - 1) // 2, "flagged": flagged, "wall": wall, "cpu": cpu}
@@ -69,6 +73,16 @@ def slope(rows: list[dict]) -> float:
     xs, ys = [math.log(r["n"]) for r in rows], [math.log(r["cpu"]) for r in rows]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
+
+
+def growth(rows: list[dict]) -> str:
+    """The fitted growth, the last doubling's, and the cost of a class of PROJECTED, in words."""
+    (small, large), overall = rows[-2:], slope(rows)
+    last = slope(rows[-2:])
+    projected = large["cpu"] * (PROJECTED / large["n"]) ** last
+    return (f"CPU grows as n^{overall:.2f} from {rows[0]['n']} to {large['n']} (least squares), n^{last:.2f} from "
+            f"{small['n']} to {large['n']}; a class of {PROJECTED:,} at that steeper rate: about "
+            f"{projected:,.0f} CPU-s ({projected / 60:.0f} CPU-min)")
 
 
 def main(argv=None) -> int:
@@ -92,8 +106,7 @@ def main(argv=None) -> int:
               f"{1e3 * row['cpu'] / row['pairs']:>7.3f} {before:>12.1f} {1e3 * before / row['pairs']:>14.2f} "
               f"{before / row['cpu']:>10.1f}", flush=True)
     if len(rows) > 1:
-        print(f"growth: CPU seconds ~ n^{slope(rows):.2f} ({rows[0]['n']} to {rows[-1]['n']}; "
-              f"before: n^{BEFORE_EXPONENT})")
+        print(f"growth: {growth(rows)} (before: n^{BEFORE_EXPONENT})")
     before_ms = 1e3 * BEFORE_CPU_S / (BEFORE_N * (BEFORE_N - 1) / 2)
     print(f"before: {BEFORE_CPU_S:.0f} CPU-s at {BEFORE_N} ({before_ms:.2f} ms a pair), other sizes scaled by "
           f"n^{BEFORE_EXPONENT}; load average after: {load()}")
@@ -111,7 +124,7 @@ def docs_table(rows: list[dict]) -> str:
         lines.append(f"| {row['n']} | {row['pairs']:,} | {row['flagged']:,} | {row['wall']:.1f} s | {row['cpu']:.1f} s "
                      f"| {1e3 * row['cpu'] / row['pairs']:.2f} ms | {before:.1f} s | {before / row['cpu']:.1f}x |")
     if len(rows) > 1:
-        lines += ["", f"CPU grows as n^{slope(rows):.2f} (n^{BEFORE_EXPONENT} before, when copydetect compared every "
+        lines += ["", f"{growth(rows)} (n^{BEFORE_EXPONENT} before, when copydetect compared every "
                   f"pair on one core). \"Before\" is {BEFORE_CPU_S:.0f} CPU-s for {BEFORE_N} measured on the "
                   f"earlier code, scaled by n^{BEFORE_EXPONENT} for the other sizes. CPU seconds of the process and "
                   "its workers."]

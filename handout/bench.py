@@ -302,18 +302,38 @@ def report(config: Config, results: dict, problems: dict, disagreements: list, w
 
 
 def plot(config: Config, results: dict, path: pathlib.Path) -> None:
+    import matplotlib.pyplot as plt
+
+    figure = plot_figure(config, results)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def plot_figure(config: Config, results: dict):
+    """The plot: time and memory of each path that measured anything, by L; a time the report calls unreliable
+    is circled in red. The title names the paths drawn, and those that are not."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.4))
+    drawn = []
     for axis, memory in ((axes[0], False), (axes[1], True)):
+        circled = False
         for name, marker in zip(PATHS, "os^", strict=True):
-            points = [(length, c.peak_bytes / MIB if memory else c.time_ms)
-                      for length, c in results[name].items() if c.status == "ok"]
-            points = [(length, y) for length, y in points if y > 0]
-            if points:
-                axis.plot([x for x, _ in points], [y for _, y in points], marker=marker, label=LABELS[name])
+            cells = [(length, c) for length, c in results[name].items()
+                     if c.status == "ok" and (c.peak_bytes / MIB if memory else c.time_ms) > 0]
+            if not cells:
+                continue
+            drawn += [name] if name not in drawn else []
+            axis.plot([length for length, _ in cells], [c.peak_bytes / MIB if memory else c.time_ms for _, c in cells],
+                      marker=marker, label=LABELS[name])
+            noisy = [(length, c.time_ms) for length, c in cells if c.noisy and not memory]
+            if noisy:
+                axis.plot([x for x, _ in noisy], [y for _, y in noisy], linestyle="none", marker="o", markersize=14,
+                          markerfacecolor="none", markeredgecolor="red",
+                          label=None if circled else f"unreliable (calls varied > {NOISY:g}x)")
+                circled = True
         axis.set_xscale("log", base=2)
         axis.set_yscale("log")
         axis.set_xlabel("sequence length L")
@@ -321,10 +341,12 @@ def plot(config: Config, results: dict, path: pathlib.Path) -> None:
         axis.grid(True, which="both", alpha=0.3)
         if axis.get_legend_handles_labels()[0]:
             axis.legend()
-    figure.suptitle(f"manual vs fused vs SDPA on {config.device.type} ({str(config.dtype).removeprefix('torch.')})")
+    missing = [LABELS[name] for name in PATHS if name not in drawn]
+    figure.suptitle(f"{' vs '.join(LABELS[name] for name in drawn) or 'nothing measured'} on {config.device.type} "
+                    f"({str(config.dtype).removeprefix('torch.')})"
+                    + (f"; not drawn: {', '.join(missing)} (see the notes)" if missing else ""))
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    return figure
 
 
 def as_json(config: Config, results: dict, problems: dict, disagreements: list) -> dict:

@@ -83,10 +83,33 @@ def test_the_closing_table_names_the_most_failed_tests_and_lists_errors_and_time
              for name, status, message in (("zz-error", "error", "SyntaxError"), ("zz-timeout", "timeout", "spun"))]
     stats = analytics.class_tests(tmp_path, rows)
     text = gradebook.table(rows, limit=5, most_failed=analytics.most_failed(stats))
-    assert "most failed tests" in text and "t_values[2d]" in text
+    assert "most failed tests" in text and "Part 1 t_values " in text and "failed by 30 of 30" in text
     shown = [line.split()[0] for line in text.splitlines()[text.splitlines().index(
         next(line for line in text.splitlines() if line.startswith("submission"))) + 1:] if line.strip()]
     assert shown[:2] == ["zz-error", "zz-timeout"]
+
+
+def test_the_most_failed_tests_count_a_parametrized_tests_cases_once_as_tests_png_does(tmp_path):
+    """Issue 49: five cases of one parametrized test took all five lines of "most failed tests" (tests.png draws
+    them as one bar). A submission that fails any case counts once."""
+    cases = [f"t_values[{n}d]" for n in range(1, 6)]
+    rows = write_class(tmp_path, {
+        "a": ("graded", dict.fromkeys(cases, "wrong") | {"t_other": "wrong"}),
+        "b": ("graded", {**dict.fromkeys(cases), "t_values[1d]": "wrong", "t_other": None}),
+        "c": ("graded", {**dict.fromkeys(cases), "t_other": None})})
+    listed = analytics.most_failed(analytics.class_tests(tmp_path, rows))
+    assert [(s.part, s.test, s.failed, s.graded) for s in listed] == [(1, "t_values (5 cases)", 2, 3),
+                                                                      (1, "t_other", 1, 3)]
+    assert "t_values (5 cases)" in gradebook.table(rows, most_failed=listed)
+
+
+def test_a_failure_reason_keeps_part_numbers_and_is_cut_between_words():
+    """Issue 49: "Part 3" read "Part #" (the place to look, the same in every submission, is no number to hide),
+    and a long reason was cut mid-word."""
+    assert analytics.reason("Part 3 (Heads) calls scaling.py: wrong at 3 of 4 entries. More") == (
+        "Part 3 (Heads) calls scaling.py: wrong at # of # entries")
+    long = analytics.reason("Hint: " + "the weights " * 30)
+    assert len(long) <= analytics.REASON_CHARS and long.endswith(("the…", "weights…"))
 
 
 def test_summary_png_does_not_count_error_rows_as_zeros(tmp_path, monkeypatch):
@@ -95,7 +118,7 @@ def test_summary_png_does_not_count_error_rows_as_zeros(tmp_path, monkeypatch):
     rows = [Row(status, score=score, parts=dict.fromkeys(range(1, 7), 0.0))
             for status, score in (("graded", 90.0), ("timeout", 40.0), ("error", 0.0))]
     summary.write(tmp_path, rows)
-    assert drawn["scores"] == [90.0, 40.0] and "1 errors not counted" in drawn["title"]
+    assert drawn["scores"] == [90.0, 40.0] and "1 error not counted" in drawn["title"]
 
 
 def test_on_the_graded_zoo_every_test_is_listed_and_every_bug_shows_in_its_part(graded_zoo, tmp_path):

@@ -301,6 +301,11 @@ def test_an_export_zip_grades_each_student_and_a_class_of_errors_exits_1(tmp_pat
         ("Ada Lovelace", "0042", "100.0", "graded"), ("Alan Turing", "0043", "100.0", "graded"),
         ("Grace Hopper", "0044", "100.0", "graded")]
     assert "uploaded without their student/ folder" in lines[2]["message"]
+    # Issue 49: the class reports read the export's submissions after the batch; its extraction must outlive it
+    # (it was removed first: "0 submissions compared", and every extracted folder's mode "not put back").
+    assert "similarity: 1 pair(s) of submissions to look at" in proc.stdout, proc.stdout[-2000:]
+    assert "2 submissions compared" in (tmp_path / "out" / "similarity.html").read_text()
+    assert "not put back" not in proc.stdout and "error: similarity" not in proc.stdout
     broken = tmp_path / "not-submissions"
     broken.mkdir()
     (broken / "readme.txt").write_text("the wrong folder")

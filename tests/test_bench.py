@@ -156,6 +156,25 @@ def test_timings_a_busy_machine_spoiled_are_marked_and_the_report_says_why():
     assert "unreliable" not in bench.report(config, {**results, "fused": {64: steady, 128: steady}}, {}, [], None)
 
 
+def test_the_plot_names_the_paths_it_draws_and_circles_an_unreliable_time():
+    """Issue 49: bench.png was titled "manual vs fused vs SDPA" with only SDPA drawn (the stubs), and the time the
+    report called unreliable was not marked."""
+    bench = bench_module()
+    config = bench.Config(torch.device("cpu"), torch.float32, (64, 128), 1, 2, 8, 5, False)
+    steady = bench.Cell("ok", 0.25, 1 << 20, 0.3, 0.2)
+    missing = {64: bench.Cell("n/i"), 128: bench.Cell("n/i")}
+    results = {"manual": missing, "fused": missing, "sdpa": {64: bench.Cell("ok", 172.0, 1 << 20, 400.0, 0.2),
+                                                           128: steady}}
+    figure = bench.plot_figure(config, results)
+    assert figure._suptitle.get_text() == "SDPA on cpu (float32); not drawn: manual, fused (see the notes)"
+    times = figure.axes[0]
+    circled = [line for line in times.get_lines() if line.get_markeredgecolor() == "red"]
+    assert [list(line.get_xdata()) for line in circled] == [[64]]
+    assert "unreliable" in " ".join(text.get_text() for text in times.get_legend().get_texts())
+    import matplotlib.pyplot as plt
+    plt.close(figure)
+
+
 def test_pytorchs_own_not_implemented_error_is_an_error_not_a_missing_part():
     bench = bench_module()
     try:

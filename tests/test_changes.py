@@ -86,7 +86,7 @@ def test_every_score_that_differs_from_gradescopes_is_listed_and_no_other(tmp_pa
         {"submission": "c", "score": 0.0, "gradescope_score": "", "status": "error"})]
     assert [r.submission for r in recorded_scores.write(tmp_path, rows)] == ["b"]
     listed = list(csv.DictReader((tmp_path / "gradescope.csv").open()))
-    assert [(r["submission"], r["students"], r["difference"]) for r in listed] == [("b", "0042", "5.0")]
+    assert [(r["submission"], r["students"], r["difference"]) for r in listed] == [("b", "B (0042)", "5.0")]
     assert recorded_scores.write(tmp_path / "none", rows[2:]) == []   # nothing recorded: no file
     assert not (tmp_path / "none").exists()
 

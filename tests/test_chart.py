@@ -47,6 +47,9 @@ def test_tests_png_has_a_bar_per_test_coloured_by_part_and_labels_cut_to_fit():
     assert colours[0] != colours[1]
     labels = [label.get_text() for label in axes.get_yticklabels()]
     assert labels[0] == "Part 1  scaled" and labels[1].endswith("…") and len(labels[1]) == chart.LABEL_CHARS
+    # Issue 49: "25% of 4" under "submissions that passed" read as a count; and a band of margin above the first bar
+    assert [text.get_text() for text in axes.texts] == ["25% (4 submissions)", "100% (4 submissions)"]
+    assert "pass rate" in axes.get_xlabel() and axes.get_ylim() == (1.5, -0.5)
 
 
 def test_the_pictures_are_pngs_of_the_size_said():
@@ -54,3 +57,19 @@ def test_the_pictures_are_pngs_of_the_size_said():
     with Image.open(io.BytesIO(png)) as image:
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and image.size == (1100, 400)
     assert chart.draw_tests([(1, "test_a", 50.0, 2)], "Pass rate")[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_picture_is_drawn_again_only_when_what_it_shows_changed(tmp_path):
+    """Issue 49: a resume that grades nothing spent most of its CPU time redrawing the same pictures."""
+    calls = []
+
+    def draw(*data):
+        calls.append(data)
+        return b"png"
+
+    for scores in ([1.0], [1.0], [2.0]):
+        chart.write(tmp_path, "x.png", draw, scores, "title")
+    assert calls == [([1.0], "title"), ([2.0], "title")]
+    (tmp_path / "x.png").unlink()   # gone since: drawn again
+    chart.write(tmp_path, "x.png", draw, [2.0], "title")
+    assert len(calls) == 3 and (tmp_path / "x.png").read_bytes() == b"png"

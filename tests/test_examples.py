@@ -20,7 +20,7 @@ EXPECTED = {   # name -> (status, score or None for "between 0 and 100")
 
 
 @pytest.mark.slow   # runs the instructors' command in a child process
-def test_the_example_class_grades_into_a_gradebook(tmp_path):
+def test_the_example_class_grades_into_a_gradebook(tmp_path, monkeypatch, capsys):
     write_examples(tmp_path / "class")
     out = tmp_path / "gradebook"
     proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "class"), "--out", str(out),
@@ -45,3 +45,21 @@ def test_the_example_class_grades_into_a_gradebook(tmp_path):
     assert (out / "similarity.csv").read_text().startswith("first,second,similarity,")
     assert (out / "similarity.html").read_text().startswith("<!doctype html>")
     assert "similarity:" in proc.stdout
+    families: dict[str, set] = {}   # what the README says of it: the edits of the one reference are one family
+    for pair in csv.DictReader((out / "similarity.csv").open()):
+        families.setdefault(pair["family"], set()).update((pair["first"], pair["second"]))
+    assert list(families.values()) == [{"alice", "bob", "dave", "erin", "frank"}]
+    # Issue 49: the same command again grades nothing, says so, and never starts the template (torch's import).
+    from autograder import __main__ as command_line
+    from grader.run import template_boot
+
+    def never():
+        raise AssertionError("a run that grades nothing started the grading template")
+
+    monkeypatch.setattr(template_boot, "start", never)
+    capsys.readouterr()
+    assert command_line.main(["grade", str(tmp_path / "class"), "--out", str(out), "--workers", "2"]) == 0
+    again = capsys.readouterr().out
+    assert f"resumed: 0 graded now, 7 kept from an earlier run in {out}" in again
+    assert "resumed:" not in proc.stdout, "a first run is no resume"
+    assert "similarity: 10 pair(s)" in again, again[-1500:]   # the family of five, reused

@@ -60,6 +60,7 @@ def test_shards_side_by_side_grade_each_submission_once_and_the_run_without_a_sh
     stdout, stderr = whole.communicate(timeout=SAFETY_NET_S)
     assert whole.returncode == 0, stderr[-2000:]
     assert {path.name: path.stat().st_mtime_ns for path in (out / "results").glob("*.json")} == graded   # none again
+    assert f"resumed: 0 graded now, {len(CLASS)} kept from an earlier run" in stdout   # and it says so
     rows = read_rows(out)
     assert set(rows) == set(CLASS) and rows["reference"]["score"] == 100.0 and rows["stubs"]["score"] == 0.0
     assert all(rows[bug]["score"] < 100.0 for bug in CLASS if bug not in ("reference", "stubs"))

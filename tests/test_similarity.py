@@ -22,7 +22,7 @@ from autograder.cohort.disguise import disguise
 from autograder.reports import similarity
 from autograder.samples import reference_source, write_submission
 from autograder.stubs import GRADED_MODULES
-from grader.paths import REPO
+from grader.paths import REPO, STUDENT_DIR
 from grader.run import submissions
 from tests.patience import SAFETY_NET_S
 
@@ -82,7 +82,8 @@ def test_the_report_escapes_the_code_and_names_where_the_shared_spans_are(tmp_pa
         write_submission(tmp_path / name, overrides={"masking.py": hostile})
     pairs = similarity.compare(list(codes_of(tmp_path).values()))
     page = similarity.render_html(pairs, 2, similarity.settings_line())
-    assert len(pairs) == 1 and "<script>" not in page and "<img" not in page and "&lt;script&gt;" in page
+    ours = page.replace(similarity.UNFOLD, "")   # the page's own script, which reads nothing of a submission
+    assert len(pairs) == 1 and "<script" not in ours and "<img" not in page and "&lt;script&gt;" in page
     assert "http" not in page, "the report must open offline"
     places = similarity.spans(pairs[0].first, pairs[0].slices[0])
     assert "masking.py:" in places and "multihead.py:" in places
@@ -198,7 +199,7 @@ def run_engine(root: pathlib.Path, folder: pathlib.Path, out: pathlib.Path) -> d
               "from grader.run import submissions\n"
               "from autograder.reports import similarity\n"
               f"pairs = similarity.write(__import__('pathlib').Path({str(out)!r}), "
-              f"submissions.discover([{str(folder)!r}]))\n"
+              f"submissions.discover([{str(folder)!r}])).pairs\n"
               "print(json.dumps({'engine': similarity.__file__, 'modules': sorted(sys.modules),"
               " 'flagged': sorted([p.first.name, p.second.name] for p in pairs)}))\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -229,11 +230,11 @@ def test_the_report_knows_the_handout_as_boilerplate(tmp_path, monkeypatch):
     write_submission(folder / "edited", solution=False, overrides={"masking.py": reference_source("masking.py")})
     found = submissions.discover([folder])
     (tmp_path / "out").mkdir()
-    assert similarity.write(tmp_path / "out", found) == []
+    assert similarity.write(tmp_path / "out", found).pairs == []
     similarity.handout_files.cache_clear()
     monkeypatch.setattr(similarity, "package_files", lambda _folder: {})   # the defence off
     try:
-        assert len(similarity.write(tmp_path / "out", found)) == 6   # every pair of the four
+        assert len(similarity.write(tmp_path / "out", found).pairs) == 6   # every pair of the four
     finally:
         monkeypatch.undo()
         similarity.handout_files.cache_clear()
@@ -259,14 +260,14 @@ def test_the_report_is_made_once_for_the_same_submissions(tmp_path, monkeypatch)
     contents = {s.source: submissions.fingerprint(s.location, str(tmp_path)) for s in found}
     out = tmp_path / "out"
     out.mkdir()
-    assert similarity.write_bounded(out, found, contents) == 1   # two copies of the reference
+    assert similarity.write_bounded(out, found, contents) == (1, [])   # two copies of the reference
     made = (out / "similarity.csv").stat().st_mtime_ns
 
     def never(*_args):
         raise AssertionError("compared again")
 
     monkeypatch.setattr(similarity.bounded, "run", never)
-    assert similarity.write_bounded(out, found, contents) == 1
+    assert similarity.write_bounded(out, found, contents) == (1, [])
     assert (out / "similarity.csv").stat().st_mtime_ns == made
     changed = {**contents, found[0].source: "unpacked-sha256:other"}
     with pytest.raises(AssertionError, match="compared again"):
@@ -289,12 +290,40 @@ def test_a_similarity_step_past_its_limits_leaves_a_line_not_a_crash(tmp_path, m
 
     monkeypatch.setattr(similarity, "write", hoarding)
     monkeypatch.setattr(similarity, "step_limits", lambda _n: bounded.StepLimits(1 << 30, 30, 600.0))
-    flagged, why = reports._similarity(tmp_path, found, contents)
+    flagged, why, _unread = reports._similarity(tmp_path, found, contents)
     assert flagged is None and why.startswith("the similarity report was not written: it ran out of memory")
 
 
-def test_pairs_are_grouped_into_families_the_largest_first(tmp_path):
-    """Five students who share code make ten pairs: a TA reads one family, its members and its closest pair."""
+def test_a_graded_submission_the_report_could_not_read_is_an_error_line(tmp_path):
+    """Issue 49: an export zip's submissions were removed before the report read them, and each was dropped
+    without a word. A graded submission compared with nobody is an error line and is named on the page; an
+    error row's unreadable upload (never graded) is not."""
+    from autograder import grade_cli, reports
+    from grader.row import Row
+    from grader.run.batch import Run
+    for name in ("a", "b", "gone"):
+        write_submission(tmp_path / "class" / name)
+    (tmp_path / "class" / "junk.zip").write_bytes(b"not a zip")
+    found = submissions.discover([tmp_path / "class"])
+    shutil.rmtree(tmp_path / "class" / "gone")
+    rows = [Row("error" if s.name == "junk" else "graded", s.name, source=s.source) for s in found]
+    out = tmp_path / "out"
+    out.mkdir()
+    run = Run(rows, "", found, {s.source: s.name for s in found})
+    written = reports.write(out, run)
+    assert written.flagged == 1 and written.not_compared == ["gone"]
+    lines, _wrote = grade_cli.report_lines(run, written, str(out))
+    assert [line for line in lines if line.startswith("error:")] == [
+        "error: similarity: 1 graded submission(s) could not be read for the comparison, so were compared with "
+        "nobody: gone"]
+    page = (out / "similarity.html").read_text()
+    assert "2 submissions compared" in page and "compared with nobody: gone, junk" in page
+
+
+def test_pairs_are_grouped_into_families_the_most_similar_first(tmp_path):
+    """Five students who share code make ten pairs: a TA reads one family, its members and its closest pair. The
+    families come in the order a TA should read them (issue 49: by size, a family of five at 90% came before a
+    verbatim copy, which was left folded)."""
     def code(name):
         return similarity.Code(name, name, frozenset({name}), "", ((0, "x.py"),))
 
@@ -305,8 +334,8 @@ def test_pairs_are_grouped_into_families_the_largest_first(tmp_path):
     pairs = [pair(x, y, 0.9) for i, x in enumerate(ring) for y in ring[i + 1:]]
     pairs += [pair("b1", "b2", 0.99), pair("c1", "c2", 0.72), pair("c2", "c3", 0.75)]   # c1 and c3 only via c2
     found = similarity.families(pairs)
-    assert [[c.name for c in f.members] for f in found] == [ring, ["c1", "c2", "c3"], ["b1", "b2"]]
-    assert len(found[0].pairs) == 10 and found[1].highest == 0.75
+    assert [[c.name for c in f.members] for f in found] == [["b1", "b2"], ring, ["c1", "c2", "c3"]]
+    assert len(found[1].pairs) == 10 and found[2].highest == 0.75
     page = similarity.render_html([], 0, "settings")
     assert "Families" in page
 
@@ -318,6 +347,27 @@ def test_a_shared_span_across_two_files_is_named_in_each():
     code = similarity.Code("x", "x", frozenset(), text, ((0, "heads.py"), (6, "masking.py")))
     assert similarity.spans(code, np.array([[2], [9]])) == "heads.py:2-3; masking.py:1-2"
     assert similarity.spans(code, np.array([[6], [9]])) == "masking.py:1-2"
+    # issue 49: slices that touch or overlap on a line, or follow on the next one, are one range, not two
+    assert similarity.spans(code, np.array([[0, 3, 6, 8], [3, 5, 7, 9]])) == "heads.py:1-3; masking.py:1-2"
+
+
+def test_the_handouts_own_lines_are_never_shown_as_shared(tmp_path):
+    """Two copies of the reference share every function, and each function's k-grams reach back over its
+    docstring, which is the handout's own: the spans and the marks leave the handout's lines out (issue 49:
+    similarity.csv named heads.py:10-29, a signature and docstring every student was given)."""
+    for name in ("a", "b"):
+        write_submission(tmp_path / name)
+    (pair,) = similarity.compare(list(codes_of(tmp_path).values()))
+    handout = {line for line in (STUDENT_DIR / "heads.py").read_text().splitlines() if line.strip()}
+    code, slices = pair.first, pair.slices[0]
+    start = dict((name, offset) for offset, name in code.files)["heads.py"]
+    lines = code.text[start:].splitlines()
+    ranges = [tuple(map(int, place.split(":")[1].split("-"))) for place in similarity.spans(code, slices).split("; ")
+              if place.startswith("heads.py:")]
+    shown = [lines[number - 1] for first, last in ranges for number in range(first, last + 1)]
+    assert shown and not handout & set(shown), [line for line in shown if line in handout][:3]
+    drawn = similarity._marked(code, slices)
+    assert "<mark>" in drawn and "Cut the features of every token" not in drawn.split("<h4>heads.py</h4>")[1]
 
 
 def test_a_drawing_shows_each_file_that_shares_code_under_its_name_with_its_line_numbers():
@@ -376,6 +426,11 @@ def test_a_browser_draws_the_families_and_one_drawing_with_its_marks_and_the_pag
     assert inked[-1] < WINDOW[1] - 1, "the page runs past the window"
     assert ((pixels == (0xFF, 0xD2, 0x7F)).all(axis=2)).sum() > 10_000, "no shared span is marked on screen"
     assert ((pixels == (0x88, 0x88, 0x88)).all(axis=2)).sum() > 1_000, "no line number is drawn"
+    # Issue 49: a link to a folded family scrolled to it and left it folded; the page's script opens it.
+    proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                           page.as_uri() + "#family3"], capture_output=True, text=True, timeout=SAFETY_NET_S)
+    opened = set(re.findall(r'<details[^>]*id="family(\d+)"[^>]* open', proc.stdout))
+    assert opened == {"1", "3"}, proc.stdout[-2000:] + proc.stderr[-2000:]
     page.write_text(text.replace("<details class='pair'", "<details open class='pair'"))
     unfolded = drawn(page, tmp_path / "unfolded.png")
     assert (unfolded[-1] != 255).any() or (unfolded[-200:] != 255).any(), "unfolded, the drawings fit too"

@@ -29,6 +29,7 @@ class Written:
     charts: bool                         # summary.png and tests.png drawn (not for a gradebook of one row)
     flagged: int | None = None           # pairs flagged for a look: similarity.csv (None: no report written)
     similarity_stopped: str = ""         # why no similarity report was written, where one was asked for
+    not_compared: list[str] = field(default_factory=list)   # graded, yet compared with nobody (could not be read)
     disagreements: list[Row] = field(default_factory=list)   # with Gradescope's scores: gradescope.csv
 
 
@@ -37,9 +38,10 @@ def write(out: pathlib.Path, run, similarity: bool = True) -> Written:
     out = pathlib.Path(out)
     rows = run.rows
     charts = len(rows) >= CLASS_CHARTS_FROM
-    flagged, stopped = _similarity(out, run.found, run.contents) if similarity else (None, "")
+    flagged, stopped, unread = _similarity(out, run.found, run.contents) if similarity else (None, "", [])
+    graded = {row.source for row in rows if row.status != "error"}   # an error row's upload may well be unreadable
     written = Written(analytics.write(out, rows, picture=charts), charts, flagged, stopped,
-                      recorded_scores.write(out, rows))
+                      [s.name for s in unread if s.source in graded], recorded_scores.write(out, rows))
     if charts:
         summary.write(out, rows)
     else:   # a picture left from an earlier run would show rows this gradebook no longer has
@@ -48,14 +50,17 @@ def write(out: pathlib.Path, run, similarity: bool = True) -> Written:
     return written
 
 
-def _similarity(out: pathlib.Path, found, contents) -> tuple[int | None, str]:
-    """(pairs flagged, "") or (None, why no report was written). One submission is compared with nobody: no
-    step of its own, no import of the comparison's libraries."""
+def _similarity(out: pathlib.Path, found, contents) -> tuple[int | None, str, list]:
+    """(pairs flagged, "", the submissions that could not be read) or (None, why no report was written, []). One
+    submission is compared with nobody: no step of its own, no import of the comparison's libraries."""
     from autograder.reports import bounded, similarity
 
     if len(found) < 2:
-        return len(similarity.write(out, found)), ""
-    try:
-        return similarity.write_bounded(out, found, contents), ""
-    except bounded.Stopped as stopped:
-        return None, f"the similarity report was not written: {stopped}"
+        report = similarity.write(out, found)
+        flagged, unread = len(report.pairs), report.unread
+    else:
+        try:
+            flagged, unread = similarity.write_bounded(out, found, contents)
+        except bounded.Stopped as stopped:
+            return None, f"the similarity report was not written: {stopped}", []
+    return flagged, "", [found[index] for index in unread]

@@ -24,7 +24,9 @@ from grader.run.files import atomic_write
 from grader.sanitize import csv_cell
 from grader.scoring import entry_part, entry_test
 
-NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?(?![\w.])")   # 3, 0.5, 1e-05; not float32
+# 3, 0.5, 1e-05; not float32, nor a part's number ("Part 3" names where to look, the same in every submission)
+NUMBER = re.compile(r"(?<![\w.])(?<!Part )-?\d+(?:\.\d+)?(?:e-?\d+)?(?![\w.])")
+REASON_CHARS = 160
 SHOWN_REASONS = 3
 COLUMNS = ("part", "test", "function", "points", "graded", "passed", "pass_rate", "points_lost", "top_failures")
 
@@ -38,6 +40,7 @@ class TestStat:
     passed: int = 0
     points_lost: float = 0.0   # over the class
     reasons: Counter = field(default_factory=Counter)
+    failing: set[str] = field(default_factory=set)   # the submissions (slugs) that failed it
 
     @property
     def function(self) -> str:
@@ -55,8 +58,15 @@ class TestStat:
 def reason(message: str) -> str:
     """A failure's group: its hint if it has one, else its first sentence with the numbers taken out."""
     if "Hint: " in message:
-        return "Hint: " + message.rsplit("Hint: ", 1)[1].strip()[:160]
-    return NUMBER.sub("#", message.split(". ", 1)[0]).strip()[:160]
+        return _cut("Hint: " + message.rsplit("Hint: ", 1)[1].strip())
+    return _cut(NUMBER.sub("#", message.split(". ", 1)[0]).strip())
+
+
+def _cut(text: str, limit: int = REASON_CHARS) -> str:
+    """text within limit characters, cut between words (an ellipsis marks the cut)."""
+    if len(text) <= limit:
+        return text
+    return (text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit - 1]) + "…"
 
 
 def class_tests(out: pathlib.Path, rows: list[Row]) -> list[TestStat]:
@@ -79,6 +89,7 @@ def class_tests(out: pathlib.Path, rows: list[Row]) -> list[TestStat]:
                 stat.passed += 1
             else:
                 stat.reasons[reason(str(test.get("output", "")))] += 1
+                stat.failing.add(row.slug)
             stat.points_lost += max(0.0, float(test["max_score"]) - float(test.get("score") or 0.0))
     return list(stats.values())
 
@@ -95,19 +106,33 @@ def write_tests_csv(out: pathlib.Path, stats: list[TestStat]) -> None:
 
 
 def most_failed(stats: list[TestStat], count: int = 5) -> list[TestStat]:
-    """The tests the most submissions failed (ties: the one that cost the class more points first)."""
-    failing = [stat for stat in stats if stat.failed]
-    return sorted(failing, key=lambda s: (-s.failed, -s.points_lost, s.part, s.test))[:count]
+    """The test functions the most submissions failed, a parametrized test's cases together as tests.png draws
+    them (a submission failing any case counts once), named "test_x (N cases)"; ties: the one that cost the class
+    more points first."""
+    functions = []
+    for (part, function), cases in _by_function(stats).items():
+        failing = set().union(*(case.failing for case in cases))
+        graded = max(len(failing), *(case.graded for case in cases))   # a timed-out run ran only some cases
+        name = function if len(cases) == 1 else f"{function} ({len(cases)} cases)"
+        functions.append(TestStat(part, name, sum(case.points for case in cases), graded, graded - len(failing),
+                                  sum(case.points_lost for case in cases), failing=failing))
+    failed = [stat for stat in functions if stat.failed]
+    return sorted(failed, key=lambda s: (-s.failed, -s.points_lost, s.part, s.test))[:count]
+
+
+def _by_function(stats: list[TestStat]) -> dict[tuple[int, str], list[TestStat]]:
+    """(part, test function) -> its cases: a parametrized test is one idea."""
+    grouped: dict[tuple[int, str], list[TestStat]] = {}
+    for stat in stats:
+        grouped.setdefault((stat.part, stat.function), []).append(stat)
+    return grouped
 
 
 def by_function(stats: list[TestStat]) -> list[tuple[int, str, float, int]]:
     """(part, test function, pass rate over all its cases, submissions) per test function: the picture's bars,
     grouped by part, the weakest first within each."""
-    grouped: dict[tuple[int, str], list[TestStat]] = {}
-    for stat in stats:
-        grouped.setdefault((stat.part, stat.function), []).append(stat)
     bars = []
-    for (part, function), cases in grouped.items():
+    for (part, function), cases in _by_function(stats).items():
         runs = sum(case.graded for case in cases)
         rate = 100.0 * sum(case.passed for case in cases) / runs if runs else 0.0
         bars.append((part, function, rate, max(case.graded for case in cases)))
@@ -122,6 +147,6 @@ def write(out: pathlib.Path, rows: list[Row], picture: bool = True) -> list[Test
         # The bars count the submissions each test ran for; the title, the most any test ran for (a timed-out run
         # ran only some tests, a row without a results file none), so no bar says more than the title.
         counted = max((stat.graded for stat in stats), default=0)
-        atomic_write(out / "tests.png", chart.draw_tests(by_function(stats), f"Pass rate per hidden test ({counted} "
-                                                         "submissions with test results), weakest first"))
+        chart.write(out, "tests.png", chart.draw_tests, by_function(stats),
+                    f"Pass rate per hidden test ({counted} submissions with test results), weakest first")
     return stats

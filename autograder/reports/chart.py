@@ -5,13 +5,19 @@ part, the weakest first.
     summary_figure(scores, score_title, part_rates, parts_title)   the figure (what the tests read)
     draw(...)                                                       the same, as PNG bytes
     tests_figure(bars, title) / draw_tests(bars, title)             tests.png's
+    write(out, name, draw, *data)                                   out/name = draw(*data), unless drawn already
 
 matplotlib is imported only to draw: the grade command draws after the batch, and a gradebook of one submission
 draws nothing (reports.CLASS_CHARTS_FROM).
 """
 from __future__ import annotations
 
+import hashlib
 import io
+import json
+import pathlib
+
+from grader.run.files import atomic_write
 
 SIZE = (11.0, 4.0)                          # inches of summary.png (at DPI: 1100 x 400 pixels)
 DPI = 100
@@ -20,6 +26,7 @@ SCORES_COLOUR, PARTS_COLOUR = "#4C72B0", "#55A868"
 PART_COLOURS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C")
 TEST_ROW_INCHES = 0.18                      # tests.png grows with the number of tests
 LABEL_CHARS = 52                            # a test's label beyond this is cut with an ellipsis
+DRAWN_FROM = "pictures.json"                # what each picture in the output folder was drawn from
 
 
 def histogram(scores: list[float]) -> list[int]:
@@ -69,13 +76,15 @@ def tests_figure(bars: list[tuple[int, str, float, int]], title: str):
     rates = [max(0.0, min(100.0, rate)) for _, _, rate, _ in bars]
     drawn = axes.barh(range(len(bars)), rates, color=[PART_COLOURS[(part - 1) % len(PART_COLOURS)]
                                                       for part, *_ in bars])
-    axes.bar_label(drawn, labels=[f"{rate:.0f}% of {graded}" for _, _, rate, graded in bars], padding=3,
+    # A bar is a pass rate over every case on every submission, not a count of submissions: its label says both.
+    axes.bar_label(drawn, labels=[f"{rate:.0f}% ({graded} submissions)" for _, _, rate, graded in bars], padding=3,
                    fontsize=8)
     labels = [f"Part {part}  {function.removeprefix('test_')}" for part, function, _, _ in bars]
     axes.set_yticks(range(len(bars)), [label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 1] + "…"
                                        for label in labels], fontsize=8)
-    axes.set(xlim=(0, 100), title=title, xlabel="submissions that passed (all of a test's cases together)")
-    axes.invert_yaxis()
+    axes.set(xlim=(0, 100), title=title,
+             xlabel="pass rate: % of the test's cases passed, on every submission with test results")
+    axes.set_ylim(len(bars) - 0.5, -0.5)   # the first bar on top, with no empty band of margin above it
     figure.tight_layout()
     return figure
 
@@ -94,3 +103,19 @@ def draw(scores: list[float], score_title: str, part_rates: list[tuple[str, floa
 
 def draw_tests(bars: list[tuple[int, str, float, int]], title: str) -> bytes:
     return png(tests_figure(bars, title))
+
+
+def write(out: pathlib.Path, name: str, draw, *data) -> None:
+    """out/name = draw(*data), PNG bytes, unless out/ holds that picture drawn from the same data by this same code
+    (DRAWN_FROM keeps a digest of both): a resume that grades nothing draws nothing, nor imports matplotlib (most
+    of such a run's CPU time)."""
+    key = hashlib.sha256(json.dumps([data, pathlib.Path(__file__).read_text()]).encode()).hexdigest()
+    try:
+        keys = json.loads((out / DRAWN_FROM).read_text())
+    except (OSError, ValueError):
+        keys = {}
+    keys = keys if isinstance(keys, dict) else {}
+    if keys.get(name) == key and (out / name).is_file():
+        return
+    atomic_write(out / name, draw(*data))
+    atomic_write(out / DRAWN_FROM, json.dumps({**keys, name: key}))

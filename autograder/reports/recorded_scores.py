@@ -40,6 +40,12 @@ def disagreements(rows: list[Row], settings=SPEC.settings) -> list[Row]:
     return [row for row in rows if scored(row) and abs(difference(row, settings)) > SCORE_TOLERANCE]
 
 
+def student(who) -> str:
+    """A student as a TA looks them up: "Ada Lovelace (0042)", the name and the sid (else the email)."""
+    name, number = who.name or who.email or who.sid, who.sid or who.email
+    return f"{name} ({number})" if number and number != name else name
+
+
 def write(out: pathlib.Path, rows: list[Row], settings=SPEC.settings) -> list[Row]:
     """out/gradescope.csv: every submission whose score differs from the one Gradescope recorded. Returns them."""
     if not any(map(scored, rows)):
@@ -49,7 +55,7 @@ def write(out: pathlib.Path, rows: list[Row], settings=SPEC.settings) -> list[Ro
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMNS)
     for row in found:
-        students = "; ".join(p.sid or p.email or p.name for p in row.submitters)
+        students = "; ".join(student(p) for p in row.submitters)
         writer.writerow([csv_cell(row.submission), row.submission_id, csv_cell(students), row.gradescope_score,
                          ours(row, settings), round(difference(row, settings), 4), row.status])
     atomic_write(out / "gradescope.csv", buffer.getvalue())

@@ -80,6 +80,7 @@ class Code:
     people: frozenset[str]          # its students (sid, email or name): a group is not compared within itself
     text: str
     files: tuple[tuple[int, str], ...]   # (offset in text, file name), in order
+    given: tuple[tuple[int, int], ...] = ()   # (start, end) of the handout's own lines in text, ascending: given()
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,48 @@ def read(submission) -> Code | None:
         except (submissions.SubmissionError, OSError):
             return None
         text, files = join_files(pathlib.Path(folder) / submissions.PACKAGE, handout_files())
-    return Code(submission.name, submission.slug, people, text, files)
+    return Code(submission.name, submission.slug, people, text, files, given(text, files))
+
+
+def given(text: str, files: tuple[tuple[int, str], ...]) -> tuple[tuple[int, int], ...]:
+    """Where a submission's joined text holds the handout's own lines (its stubs' signatures and docstrings, kept as
+    given), matched line by line with the handout's file of the same name: (start, end), ascending. The comparison
+    leaves the handout's fingerprints out, yet a shared k-gram that starts in a docstring and ends in the student's
+    code reaches back over it: the spans shown and marked leave these out (beyond())."""
+    import difflib
+    handout = handout_files()
+    ranges = []
+    for start, end, name in _each_file(text, files):
+        if name not in handout:
+            continue
+        mine = text[start:end].splitlines(keepends=True)
+        at = list(itertools.accumulate(map(len, mine), initial=start))
+        matcher = difflib.SequenceMatcher(None, handout[name].splitlines(keepends=True), mine, autojunk=False)
+        ranges += [(at[block.b], at[block.b + block.size]) for block in matcher.get_matching_blocks() if block.size]
+    return tuple(ranges)
+
+
+def _each_file(text: str, files: tuple[tuple[int, str], ...]) -> list[tuple[int, int, str]]:
+    """(start, end, file name) of each file in a submission's joined text."""
+    return [(start, end, name) for (start, name), end in zip(files, [start for start, _ in files[1:]] + [len(text)],
+                                                             strict=False)]   # no files: no text either
+
+
+def beyond(code: Code, slices) -> list[tuple[int, int]]:
+    """The shared slices (2 x N: starts, ends in code.text) less the handout's own lines (code.given): what a TA is
+    shown as shared. The measure (shares, shared tokens) is copydetect's, untouched."""
+    kept = []
+    for start, end in zip(*slices.tolist(), strict=True):
+        first = max(0, bisect.bisect_right(code.given, (start, start)) - 1)   # the last given range from before start
+        for given_start, given_end in code.given[first:]:
+            if given_start >= end:
+                break
+            if given_start > start:
+                kept.append((start, given_start))
+            start = max(start, given_end)
+        if start < end:
+            kept.append((start, end))
+    return kept
 
 
 def _people(submission) -> list[str]:
@@ -382,6 +424,7 @@ class _Places:
     submission for a class's report, which names the same submission's places in hundreds of pairs."""
 
     def __init__(self, code: Code):
+        self.code = code
         self.breaks = [match.start() for match in re.finditer("\n", code.text)]
         self.starts = [start for start, _ in code.files]
         # [i]: of an offset that i files start at or before ("?" and the text's start when none does)
@@ -393,16 +436,20 @@ class _Places:
         return self.names[i], bisect.bisect_left(self.breaks, offset) - self.lines_before[i] + 1
 
     def spans(self, slices) -> str:
-        """Each slice as line ranges of one file each: a slice across files (a file's end and the next one's
-        start) is cut at each file's start, so a reader finds every piece in its own file."""
-        places = []
-        for start, end in zip(*slices.tolist(), strict=True):
+        """The shared slices beyond the handout's lines as line ranges of one file each: a slice across files (a
+        file's end and the next one's start) is cut at each file's start, so a reader finds every piece in its own
+        file; ranges of one file that touch or overlap are one."""
+        places: list[list] = []   # [file, first line, last line]
+        for start, end in beyond(self.code, slices):
             last = max(start, end - 1)
             inside = self.starts[bisect.bisect_right(self.starts, start):bisect.bisect_right(self.starts, last)]
             for begin, stop in itertools.pairwise([start, *inside, last + 1]):
                 (name, line), (_, last_line) = self.place(begin), self.place(stop - 1)
-                places.append(f"{name}:{line}-{last_line}")
-        return "; ".join(places)
+                if places and places[-1][0] == name and line <= places[-1][2] + 1:
+                    places[-1][2] = max(places[-1][2], last_line)
+                else:
+                    places.append([name, line, last_line])
+        return "; ".join(f"{name}:{line}-{last_line}" for name, line, last_line in places)
 
 
 @dataclass(frozen=True)
@@ -418,7 +465,9 @@ class Family:
 
 
 def families(pairs: list[Pair]) -> list[Family]:
-    """The connected groups of the flagged pairs: the largest first, then the most similar."""
+    """The connected groups of the flagged pairs, in the order a TA should read them: the most similar first (its
+    closest pair's share of code beyond the handout), then the most code shared, then the largest. A family of
+    five at 70% ranks below a verbatim copy."""
     parent: dict[Code, Code] = {}
 
     def root(code: Code) -> Code:
@@ -433,8 +482,8 @@ def families(pairs: list[Pair]) -> list[Family]:
     for pair in pairs:
         groups.setdefault(root(pair.first), []).append(pair)
     found = [Family(tuple(sorted({c for p in group for c in (p.first, p.second)}, key=lambda c: c.name)),
-                    tuple(sorted(group, key=lambda p: -p.similarity))) for group in groups.values()]
-    return sorted(found, key=lambda f: (-len(f.members), -f.highest, f.members[0].name))
+                    tuple(sorted(group, key=lambda p: (-p.similarity, -p.shared_tokens)))) for group in groups.values()]
+    return sorted(found, key=lambda f: (-f.highest, -f.pairs[0].shared_tokens, -len(f.members), f.members[0].name))
 
 
 def write_csv(out: pathlib.Path, pairs: list[Pair]) -> None:
@@ -456,14 +505,23 @@ STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}
          "border-bottom:1px solid #ddd;text-align:left}.pair{margin:2em 0}.sides{display:flex;gap:1em}"
          ".side{flex:1;min-width:0}pre{background:#f6f6f6;padding:.5em;overflow-x:auto;font-size:12px}"
          "mark{background:#ffd27f}.line{color:#888;user-select:none}.cut{color:#888}h4{margin:.8em 0 .2em}"
-         "summary h2{display:inline;cursor:pointer}")
+         "summary h2{display:inline;cursor:pointer}.error{color:#b00000;font-weight:bold}")
 
 
-def render_html(pairs: list[Pair], compared: int, settings: str) -> str:
-    """A self-contained page (no network, no script): the families of flagged pairs, the pairs, then for each
-    family (at most SHOWN_PAIRS) its closest pair's code side by side with the shared spans marked: one drawing
-    per family, every one but the first folded, so a class of 500 makes a page of its tables, not of hundreds of
-    drawings.
+# A link to a folded <details> scrolls to it but leaves it folded, in every browser: the page's one script opens
+# the family a link (or the address's fragment) names. It reads nothing from a submission.
+UNFOLD = ("<script>function unfold(hash){var t=hash&&document.getElementById(hash.slice(1));"
+          "if(t&&t.tagName==='DETAILS'){t.open=true;t.scrollIntoView();}}"
+          "document.addEventListener('click',function(e){var a=e.target.closest&&e.target.closest('a[href^=\"#\"]');"
+          "if(a)unfold(a.getAttribute('href'));});"
+          "addEventListener('hashchange',function(){unfold(location.hash);});unfold(location.hash);</script>")
+
+
+def render_html(pairs: list[Pair], compared: int, settings: str, unread: list[str] | None = None) -> str:
+    """A self-contained page (no network; one script, UNFOLD): the families of flagged pairs, the pairs, then for
+    each family (at most SHOWN_PAIRS, in the order of families()) its closest pair's code side by side with the
+    shared spans marked: one drawing per family, every one but the first folded, so a class of 500 makes a page of
+    its tables, not of hundreds of drawings. unread: the submissions that could not be read, so compared with nobody.
     Everything from a submission is escaped."""
     e = html.escape
     found = families(pairs)
@@ -484,8 +542,8 @@ def render_html(pairs: list[Pair], compared: int, settings: str) -> str:
                  for code, slices, share in zip((pair.first, pair.second), pair.slices, pair.shares, strict=True)]
         others = "".join(f"<li>{e(printable(p.first.name))} and {e(printable(p.second.name))}: {p.similarity:.0%}"
                          f"</li>" for p in family.pairs[1:])
-        # Each drawing folded but the first (no script: the browser unfolds one on a click, or on a link to it), so
-        # that a class with many families is a page of its tables, not of every family's code.
+        # Each drawing folded but the first (a click on it, or a link to it, unfolds it), so that a class with many
+        # families is a page of its tables, not of every family's code.
         sections.append(f"<details class='pair' id='family{n}'{' open' if n == 1 else ''}><summary><h2>Family {n}: "
                         f"{e(printable(pair.first.name))} and {e(printable(pair.second.name))}, its closest pair"
                         f"</h2></summary>"
@@ -494,16 +552,20 @@ def render_html(pairs: list[Pair], compared: int, settings: str) -> str:
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>Code similarity</title>"
             f"<style>{STYLE}</style></head><body><h1>Code similarity: {len(found)} famil"
             f"{'y' if len(found) == 1 else 'ies'}, {len(pairs)} pair(s) to look at</h1>"
-            f"<p>{compared} submissions compared ({e(settings)}). Each family (submissions linked by flagged pairs, "
+            + (f"<p class='error'>{len(unread)} submission(s) could not be read, so compared with nobody: "
+               f"{e(', '.join(printable(name) for name in unread))}</p>" if unread else "")
+            + f"<p>{compared} submissions compared ({e(settings)}). Each family (submissions linked by flagged pairs, "
             f"directly or through one another) is drawn below once, by its closest pair side by side (the first "
-            f"unfolded; click a family to unfold it); similarity.csv "
+            f"unfolded; click a family, or a link to it, to unfold it); similarity.csv "
             f"lists every pair with its family. A flag asks a human to look: it is never evidence on its own and "
-            f"never costs points. The handout's code is left out; marked spans are shared.</p>"
-            f"<h2>Families, the largest first</h2><table><tr><th>family</th><th>members</th><th>who</th>"
+            f"never costs points. The handout's code is left out (its lines are never marked); marked spans are "
+            f"shared.</p>"
+            f"<h2>Families, the most similar first (read them in this order)</h2><table><tr><th>family</th>"
+            f"<th>members</th><th>who</th>"
             f"<th>pairs</th><th>highest similarity</th></tr>{family_rows}</table>"
             f"<h2>Pairs, the most similar first</h2><table><tr><th>#</th><th>first</th><th>second</th>"
             f"<th>similarity</th><th>shared tokens</th><th>family</th></tr>{rows}</table>{''.join(sections)}"
-            f"</body></html>")
+            f"{UNFOLD}</body></html>")
 
 
 CONTEXT_LINES = 3   # unshared lines kept on each side of a shared stretch in a drawing; the rest is cut
@@ -514,11 +576,10 @@ def _marked(code: Code, slices) -> str:
     spans marked and unshared stretches longer than the context cut (as MOSS and JPlag draw a match per file).
     Everything from the submission is escaped."""
     shared = bytearray(len(code.text))
-    for start, end in zip(*slices.tolist(), strict=True):
+    for start, end in beyond(code, slices):
         shared[start:end] = b"\x01" * (end - start)
-    ends = [start for start, _ in code.files[1:]] + [len(code.text)]
     drawn = []
-    for (start, name), end in zip(code.files, ends, strict=True):
+    for start, end, name in _each_file(code.text, code.files):
         if not any(shared[start:end]):
             continue
         lines, offset = [], start
@@ -556,11 +617,12 @@ def settings_line() -> str:
             f"and share at least {MIN_SHARED} tokens; the handout's code is boilerplate; no group compared within")
 
 
-def write_bounded(out: pathlib.Path, found, contents: dict[str, str]) -> int:
+def write_bounded(out: pathlib.Path, found, contents: dict[str, str]) -> tuple[int, list[int]]:
     """write(), run as a class-level step within limits of its own (bounded.py), and not run again when out/
     already holds the report of exactly these submissions (their contents, names and students) with these
-    settings: a resume with nothing new reuses it. Returns how many pairs are flagged; raises bounded.Stopped
-    (and leaves no report: an earlier one would describe other submissions)."""
+    settings: a resume with nothing new reuses it. Returns how many pairs are flagged and the submissions that
+    could not be read (Report.unread); raises bounded.Stopped (and leaves no report: an earlier one would describe
+    other submissions)."""
     import hashlib
     key = hashlib.sha256(json.dumps([settings_line(), handout_code(), MAX_CODE_CHARS, MAX_FILE_CHARS, [
         [s.source, contents.get(s.source), s.name, s.slug, sorted(_people(s))] for s in found]],
@@ -568,14 +630,19 @@ def write_bounded(out: pathlib.Path, found, contents: dict[str, str]) -> int:
     try:
         cached = json.loads((out / KEY_FILE).read_text())
         if cached["key"] == key and all((out / name).is_file() for name in REPORT_FILES):
-            return int(cached["flagged"])
+            return int(cached["flagged"]), [int(index) for index in cached["unread"]]
     except (OSError, ValueError, KeyError, TypeError):
         pass
     for name in (KEY_FILE, *REPORT_FILES):
         (out / name).unlink(missing_ok=True)
-    flagged = bounded.run(lambda: len(write(out, found)), step_limits(len(found)))
-    atomic_write(out / KEY_FILE, json.dumps({"key": key, "flagged": flagged}))
-    return flagged
+
+    def step() -> dict:
+        report = write(out, found)
+        return {"flagged": len(report.pairs), "unread": report.unread}
+
+    made = bounded.run(step, step_limits(len(found)))
+    atomic_write(out / KEY_FILE, json.dumps({"key": key, **made}))
+    return made["flagged"], made["unread"]
 
 
 def step_limits(submissions_compared: int) -> bounded.StepLimits:
@@ -585,12 +652,22 @@ def step_limits(submissions_compared: int) -> bounded.StepLimits:
     return bounded.StepLimits(memory_bytes=STEP_MEMORY_BYTES, cpu_seconds=cpu, load_free_seconds=2.0 * cpu)
 
 
-def write(out: pathlib.Path, found) -> list[Pair]:
-    """out/similarity.csv and out/similarity.html for these submissions; returns the flagged pairs."""
-    codes = [code for code in _spread(_read_of, range(len(found)), found, _workers(len(found))) if code is not None]
+@dataclass(frozen=True)
+class Report:
+    pairs: list[Pair]     # flagged, the most similar first
+    unread: list[int]     # the submissions (their places in found) that could not be read: compared with nobody
+
+
+def write(out: pathlib.Path, found) -> Report:
+    """out/similarity.csv and out/similarity.html for these submissions: the flagged pairs, and which submissions
+    could not be read (gone, or not unpackable: the page names them)."""
+    read = _spread(_read_of, range(len(found)), found, _workers(len(found)))
+    codes = [code for code in read if code is not None]
+    unread = [index for index, code in enumerate(read) if code is None]
     pairs = compare(codes)
     write_csv(out, pairs)
-    atomic_write(out / "similarity.html", render_html(pairs, len(codes), settings_line()))
-    return pairs
+    atomic_write(out / "similarity.html", render_html(pairs, len(codes), settings_line(),
+                                                      [found[index].name for index in unread]))
+    return Report(pairs, unread)
 
 

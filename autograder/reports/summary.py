@@ -5,7 +5,6 @@ import pathlib
 
 from autograder.reports import chart
 from grader.row import Row
-from grader.run.files import atomic_write
 from grader.scoring import PART_POINTS, PART_TITLES
 
 
@@ -15,5 +14,6 @@ def write(out: pathlib.Path, rows: list[Row]) -> None:
     rates = [(f"{p}. {PART_TITLES[p]}",
               100 * sum(r.part(p) >= PART_POINTS[p] - 1e-6 for r in graded) / max(1, len(graded)))
              for p in PART_POINTS]
-    title = f"Scores ({len(graded)} graded; {len(rows) - len(graded)} errors not counted)"
-    atomic_write(out / "summary.png", chart.draw([r.score for r in graded], title, rates, "Full marks per part"))
+    errors = len(rows) - len(graded)
+    title = f"Scores ({len(graded)} graded; {errors} error{'' if errors == 1 else 's'} not counted)"
+    chart.write(out, "summary.png", chart.draw, [r.score for r in graded], title, rates, "Full marks per part")

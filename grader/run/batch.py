@@ -69,6 +69,7 @@ class Run:
     earlier: pathlib.Path | None = None            # --regrade: where the earlier run's files were moved
     repeats: list[Change] | None = None    # --repeat: what differed between the gradings
     stale: int = 0                       # results kept that were graded with another suite or other limits
+    kept: int = 0                        # submissions whose results out/ held already: not graded by this run
     closed: list[str] = field(default_factory=list)          # closed to other users for the run (root)
     left_closed: list[str] = field(default_factory=list)     # of those, still used by another run on this machine
     not_put_back: list[str] = field(default_factory=list)    # gone or replaced since: their modes not restored
@@ -79,7 +80,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
               private=(), force=(), regrade: bool = False, repeat: int = 1, due=None,
               exports: bool = True, template: Template | None = None, shard: tuple[int, int] | None = None,
               gpus: tuple[int, ...] = (), read_metadata: submissions.MetadataReader | None = None,
-              public_checks: bool = False) -> Run:
+              public_checks: bool = False, staging: str | None = None) -> Run:
     """Grade everything under paths that out/ has no result for yet: results/<slug>.json each, and grades.csv.
     keep: a folder that gets, per submission, its trusted-side pytest log and its sandboxes' output.
     private: the grader's own files and folders that no sandbox may read (see isolation_note).
@@ -98,7 +99,9 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
     gpus: a GPU run: each job is given one of these GPUs, which no other running job has (workers at most as many).
     read_metadata: how a Gradescope export's metadata is read (the instructor's command gives it; without it an
     export among the paths is refused: submissions.discover).
-    public_checks: run the handout's public checks too (public_checks.py), as entries worth no points."""
+    public_checks: run the handout's public checks too (public_checks.py), as entries worth no points.
+    staging: a private folder (0700) to extract export zips into, which the caller removes once what reads the
+    submissions after the run (the class reports) is done; None: one of the run's own, removed at its end."""
     if gpus and workers > len(gpus):
         raise ValueError(f"{workers} workers for {len(gpus)} GPU(s): one submission per GPU at a time")
     for raw in paths:
@@ -108,7 +111,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
     sandbox_root = tempfile.mkdtemp(prefix="autograder-sandboxes-")
     os.chmod(sandbox_root, 0o711)   # a sandbox may enter its own folder, never list the others
     trusted_root = tempfile.mkdtemp(prefix="autograder-trusted-")
-    exports_root = tempfile.mkdtemp(prefix="autograder-exports-")   # export zips extracted: ours alone (0700)
+    exports_root = staging or tempfile.mkdtemp(prefix="autograder-exports-")   # export zips extracted: ours alone
     template = template or Template()   # before reading the class
     closing, run = None, None
     suite = changes.graded_with(limits)
@@ -145,7 +148,8 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         rows += _grade(template, todo, out, workers, limits, note, list(rows), progress, keep, contents, again, suite,
                        gradebook_too=shard is None, gpus=gpus)
         progress.close()
-        run = Run(rows, note, found, contents, stale=sum(r.graded_with != suite for r in rows))
+        run = Run(rows, note, found, contents, stale=sum(r.graded_with != suite for r in rows),
+                  kept=len(found) - len(todo))
         if earlier:
             run.earlier = earlier
             run.changes = changes.compare((before, earlier / "results"), (_by_source(rows), out / "results"))
@@ -156,11 +160,12 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
         template.close()
         memcg.remove_own_run()   # the run's memory cgroup (the probe made it), with any box group left in it
         _remove_roots(sandbox_root, trusted_root)
-        shutil.rmtree(exports_root, ignore_errors=True)
         if closing is not None:   # no sandbox of this run is left: the modes go back (unless a run beside uses them)
             lost = closing.end()
             if run is not None:
                 run.closed, run.left_closed, run.not_put_back = closing.paths, closing.left_closed, lost
+        if staging is None:   # after the modes went back: an extracted submission removed first reads as "gone"
+            shutil.rmtree(exports_root, ignore_errors=True)
     if shard is None:
         gradebook.write_csv(out, rows)
     elif run is not None:

@@ -28,6 +28,10 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from grader.run.run_settings import Settings
 
 # The paragraphs of this docstring that a command built on this one shows in its --help as they are.
 SHARED_HELP = ("Exit status:", "A class larger than one machine:")
@@ -122,21 +126,54 @@ def main_output(run, out: str, code: int) -> int:
 
 
 def grade(argv=None, arguments: argparse.ArgumentParser | None = None, read_metadata=None,
-          started: tuple[int, int] | None = None):
+          started: tuple[int, int] | None = None, staging: str | None = None):
     """(exit status, the batch's Run or None, the parsed arguments): the whole batch, results and grades.csv.
     read_metadata: how a Gradescope export's metadata is read (the instructor's command gives it; without it an
-    export is refused, saying which command reads it). started: the template, where the caller started it."""
-    from grader.run.pool import Template
-
-    # First of all: torch's import in the template (a second) runs side by side with everything before the first job.
-    template = Template(started)
+    export is refused, saying which command reads it). started: the template, where the caller started it.
+    staging: where export zips are extracted, a private folder the caller removes after its reports (grade_all)."""
+    # started: torch's import in the template (a second) runs side by side with everything before the first job.
+    # Else the template starts at the first job: a run that may grade nothing (a resume, the closing run of shards)
+    # never imports torch.
+    template = _template(started)
     try:
-        return _grade(argv, template, arguments or parser(), read_metadata)
+        return _grade(argv, template, arguments or parser(), read_metadata, staging)
     finally:
         template.close()   # grade_all closed it already where it ran
 
 
-def _grade(argv, template, arguments: argparse.ArgumentParser, read_metadata=None):
+def _template(started: tuple[int, int] | None):
+    from grader.run.pool import Template
+
+    class Lazy(Template):
+        """A template started at the first job (a fresh program then as at the command's start: the batch's memory,
+        which now holds the class, is gone at its exec; template_boot.py), configured with the settings kept."""
+
+        def __init__(self):
+            self.real: Template | None = None
+            self.settings: Settings | None = None
+            self.closed = False
+
+        def configure(self, settings: Settings) -> None:
+            self.settings = settings
+
+        def start(self, source: str, keep: str | None = None, gpu: int | None = None, *, more: bool = False):
+            if self.closed:
+                raise RuntimeError("the grading template process went away")
+            if self.real is None:
+                self.real = Template()
+                if self.settings is not None:
+                    self.real.configure(self.settings)
+            return self.real.start(source, keep, gpu, more=more)
+
+        def close(self) -> None:
+            self.closed = True
+            if self.real is not None:
+                self.real.close()
+
+    return Template(started) if started else Lazy()
+
+
+def _grade(argv, template, arguments: argparse.ArgumentParser, read_metadata=None, staging=None):
     args = arguments.parse_args(argv)
     if args.workers < 1 or args.timeout <= 0 or args.budget <= 0 or args.memory_gb <= 0 or args.repeat < 1:
         print("grade: --workers, --timeout, --budget, --memory-gb and --repeat must be positive", file=sys.stderr)
@@ -168,7 +205,7 @@ def _grade(argv, template, arguments: argparse.ArgumentParser, read_metadata=Non
                               limits=limits, keep=args.keep, private=args.private, force=args.force,
                               regrade=args.regrade, repeat=args.repeat, due=due, exports=args.exports,
                               template=template, shard=args.shard, gpus=gpus, read_metadata=read_metadata,
-                              public_checks=args.public_checks)
+                              public_checks=args.public_checks, staging=staging)
     except (FileNotFoundError, KeyError, batch.SetupError) as error:
         print(f"grade: {error.args[0] if isinstance(error, KeyError) else error}", file=sys.stderr)
         return 2, None, args
@@ -193,6 +230,8 @@ def closing_lines(run, out: str, notes: Sequence[str] = (), also_wrote: str = ""
     from grader.contain import load_free
     where = os.path.join
     lines = ["", f"isolation: {run.note}"]
+    if run.kept:   # a resume: what this run did, beside what it found done
+        lines.append(f"resumed: {len(run.found) - run.kept} graded now, {run.kept} kept from an earlier run in {out}")
     if not load_free.kernel_reports_waits():
         lines.append("limits: this kernel reports no run-queue delay (/proc/PID/schedstat), so the limits on time "
                      "that is not CPU time are wall-clock time here: a busy machine can reach them")
@@ -206,11 +245,11 @@ def closing_lines(run, out: str, notes: Sequence[str] = (), also_wrote: str = ""
     if run.closed:
         back = [path for path in run.closed if path not in run.left_closed and path not in run.not_put_back]
         lines.append("permissions: closed to other users while the sandboxes ran (each has a user id of its own)"
-                     + (f"; put back: {_some(back)}" if back else "")
+                     + (f"; put back: {some(back)}" if back else "")
                      + (f"; left closed while another grading run on this machine uses them (the last to end puts "
-                        f"them back): {_some(run.left_closed)}" if run.left_closed else ""))
+                        f"them back): {some(run.left_closed)}" if run.left_closed else ""))
     if run.not_put_back:
-        lines.append(f"permissions: not put back (gone or replaced since): {_some(run.not_put_back)}")
+        lines.append(f"permissions: not put back (gone or replaced since): {some(run.not_put_back)}")
     if run.repeats is not None:
         lines.append(f"repeat: {len(run.repeats)} submission(s) got a different result when graded again "
                      f"({where(out, 'repeat.csv')})")
@@ -224,8 +263,8 @@ def closing_lines(run, out: str, notes: Sequence[str] = (), also_wrote: str = ""
     return lines
 
 
-def _some(paths: list, shown: int = 4) -> str:
-    """The first paths, printable (a folder's name may be any bytes, and a student may have chosen it)."""
+def some(paths: list, shown: int = 4) -> str:
+    """The first paths (or names), printable (a folder's name may be any bytes, and a student may have chosen it)."""
     from grader.sanitize import printable
 
     more = len(paths) - shown
