@@ -147,7 +147,7 @@ def read(submission) -> Code | None:
     people = frozenset(_people(submission))
     with tempfile.TemporaryDirectory(prefix="autograder-similarity-") as folder:
         try:
-            submissions.unpack(submission.location, folder)
+            submissions.unpack(submission.location, folder, read_sources=False)   # compared as text, never run
         except (submissions.SubmissionError, OSError):
             return None
         text, files = join_files(pathlib.Path(folder) / submissions.PACKAGE, handout_files())
