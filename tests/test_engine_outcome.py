@@ -2,10 +2,12 @@
 student text made safe, and row names that never collide (fast, no grading)."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import importlib.machinery
 import itertools
 import json
+import os
 import re
 import zipfile
 
@@ -13,7 +15,8 @@ import pytest
 
 from autograder.samples import write_submission
 from grader import sanitize
-from grader.run import gradebook, submissions
+from grader.contain.limits import Limits
+from grader.run import batch, gradebook, submissions
 from grader.run.outcome import Outcome
 from grader.run.pool import Job
 
@@ -239,3 +242,15 @@ def test_what_hidden_calls_met_is_told_at_once_by_its_kind_and_in_full_with_the_
     _status, message, details = trusted.judge(log, Limits(), 0, report)
     assert "split_heads" in message and "line 3" in message, "the first sandbox's import is told at once"
     assert "apply_mask" not in message and trusted.LATE_UNLOADABLE in message and "apply_mask" in details
+
+
+def test_a_failure_names_the_students_files_not_the_sandboxs_copy_of_them(tmp_path):
+    """Python's ImportError names the file it looked in: the box's copy (/tmp/submission/student/heads.py) is
+    student/heads.py to the student, who has no such folder."""
+    write_submission(tmp_path / "class" / "broken", solution=True)
+    scaling = tmp_path / "class" / "broken" / "student" / "scaling.py"
+    scaling.write_text("from .heads import no_such_name\n" + scaling.read_text())
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+        batch.grade_all([str(tmp_path / "class")], str(tmp_path / "out"), workers=1, limits=Limits())
+    said = json.loads((tmp_path / "out" / "results" / "broken.json").read_text())["output"]
+    assert "from 'student.heads' (student/heads.py)" in said, said[:500]

@@ -230,20 +230,23 @@ def serve(sock, wires: tripwires.Tripwires, submission: str) -> None:
         messages.decode(reader.read(None), messages.Go)
     except protocol.ProtocolError:   # closed (a spare never used) or not the trusted side's word
         return
+    as_students = _in_the_students_words(submission)
     try:
         student, unloadable = executor.import_student()   # a module that fails costs only its own names
     except BaseException as error:  # noqa: BLE001 - SystemExit at import is an import failure too
         _flush()
-        sock.sendall(Failure(type(error).__name__[:100], _describe(error), wires.drain()).encode())
+        sock.sendall(Failure(type(error).__name__[:100], as_students(_describe(error)), wires.drain()).encode())
         return
     _flush()
-    sock.sendall(Ready(unloadable, wires.drain()).encode())
+    sock.sendall(Ready({name: as_students(why) for name, why in unloadable.items()}, wires.drain()).encode())
     while True:
         try:
             request = messages.decode(reader.read(None), *messages.REQUESTS)
         except protocol.Closed:
             return
         reply = answer(student, request, wires, submission)
+        if isinstance(reply, Failure):
+            reply = Failure(reply.type_name, as_students(reply.message), reply.events)
         _flush()
         try:
             data = reply.encode()
@@ -267,6 +270,13 @@ def answer(student, request, wires: tripwires.Tripwires, submission: str):
     except BaseException as error:  # noqa: BLE001 - everything the student raises is reported, even SystemExit
         failure = error if isinstance(error, executor.StudentFailure) else executor.StudentFailure.of(error)
         return Failure(failure.type_name, failure.message, wires.drain())
+
+
+def _in_the_students_words(submission: str):
+    """A message's paths as the student knows them: the box's copy of the submission (/tmp/submission/student/x.py)
+    is student/x.py, where the student's own files are."""
+    root = submission.rstrip(os.sep) + os.sep
+    return lambda text: text.replace(root, "")
 
 
 def _describe(error: BaseException) -> str:
