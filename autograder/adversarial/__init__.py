@@ -16,7 +16,7 @@ import os
 import pathlib
 
 from assignment.spec import SPEC, Spec
-from autograder.adversarial import abuse, channels, cheats, escapes, inputs, memory
+from autograder.adversarial import abuse, channels, cheats, escapes, inputs, memory, sdpa_calls
 from autograder.adversarial.base import Context, Entry
 from autograder.adversarial.expectations import (
     Expectation,
@@ -54,7 +54,8 @@ def entries(root, *, isolated: bool | None = None, spec: Spec = SPEC) -> list[En
     isolated = os.geteuid() == 0 if isolated is None else isolated
     context = Context(pathlib.Path(root).resolve(), markers_folder(root))
     found = [*CONTROLS, *cheats.entries(context), *abuse.entries(context), *memory.entries(context),
-             *inputs.entries(context), *escapes.entries(context), *channels.entries(context)]
+             *inputs.entries(context), *escapes.entries(context), *channels.entries(context),
+             *sdpa_calls.entries(context)]
     return [entry for entry in found if (isolated or not entry.needs_root) and _in_spec(entry.expectation, spec)]
 
 

@@ -137,7 +137,8 @@ class SandboxGateway(Gateway):
         label = "MultiHeadAttention"
         reply = self._request(label, ModuleRequest(spec, options), messages.ModuleReply)
         result = self._checked(label, lambda: replies.module_result(reply, spec.forward_kwargs, options.device))
-        self.note_path(module_path(spec), reply.attention_calls)
+        self.note_path(module_path(spec), reply.attention_calls, spec, reply.sdpa_calls,
+                       options.device)
         return result
 
     def public_checks(self, files: list[str]) -> dict[str, str]:
