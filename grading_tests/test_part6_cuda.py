@@ -65,7 +65,7 @@ def agree(student, case, dtype, *, fused, backend=None):
     if any(torch.device(d).type != torch.device(DEVICE).type for d in result.devices):
         raise AssertionError(f"{what}: the output came back on {result.devices[0]}, not on {DEVICE}: "
                              f"create tensors on the inputs' device, not on a fixed one")
-    check_agreement(result, case, inputs, expected, what)
+    check_agreement(result, case, inputs, expected, what, fused=fused)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
