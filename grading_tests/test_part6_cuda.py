@@ -5,8 +5,8 @@ module runs on CUDA with the grader's weights, and its output and all gradients 
 parameters) must lie within tolerances derived from the error of plain low-precision math, as
 PyTorch's own SDPA tests derive them (see lowp_tolerance.py); on the fused path, the output of a query
 that sees no key is left to the CPU's tests, since SDPA's backends differ there (lowp_tolerance.CASES).
-The fused path runs once with PyTorch's own choice of backend and once with each SDPA backend forced (flash, memory-efficient,
-cuDNN, math) where that backend can run the inputs on this GPU.
+The fused path runs once with PyTorch's own choice of backend and once with each SDPA backend
+forced (flash, memory-efficient, cuDNN, math) where that backend can run the inputs on this GPU.
 
 Without a GPU, or where the student's code cannot reach it (the engine's sandbox), every test here is
 skipped: skipped tests are worth 0 and the part's points are
