@@ -20,6 +20,7 @@ from grading_tests.module_checks import case_inputs
 
 THROWN_AWAY = "fused-sdpa-output-thrown-away"
 FORGETS_OUT_BIAS = "forgets-out-proj-bias"
+SPLIT_BUG = "split-without-transpose"   # Part 3: wrong heads reach the fused path's SDPA call
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,8 @@ def gateways(tmp_path_factory):
     saved_path = list(sys.path)
     saved = {n: m for n, m in sys.modules.items() if n == "student" or n.startswith("student.")}
     root = tmp_path_factory.mktemp("sdpa-calls")
-    sources = {"reference": {}, THROWN_AWAY: next(bug.overrides for bug in BUGS if bug.name == THROWN_AWAY),
+    zoo = {bug.name: bug.overrides for bug in BUGS}
+    sources = {"reference": {}, THROWN_AWAY: zoo[THROWN_AWAY], SPLIT_BUG: zoo[SPLIT_BUG],
                **{name: overrides(name) for name in ATTACKS},
                FORGETS_OUT_BIAS: edited_reference("multihead.py", "        return self.out_proj(merge_heads(heads))",
                                                   "        return merge_heads(heads) @ self.out_proj.weight.T")}
@@ -46,7 +48,7 @@ def graded_call():
     """A fused forward of the suite (causal, padded) and the SDPA problem the grader expects of it."""
     init_kwargs, state, forward = case_inputs("self-causal-padding", 5)
     spec = ModuleSpec({**init_kwargs, "fused": True}, state, forward)
-    return spec, sdpa_calls.expected_slices("fused", spec, "cpu")
+    return spec, sdpa_calls.expected_call("fused", spec, "cpu").slices
 
 
 def heads_of(spec):
@@ -147,3 +149,22 @@ def test_a_mistake_outside_the_sdpa_call_fails_the_same_way_on_every_run(gateway
     for _ in range(3):
         with pytest.raises(AssertionError, match="output"):
             test_part6_parity.test_fused_low_precision(student, torch.float16)
+
+
+def test_a_mistake_before_the_call_is_charged_by_the_values_and_never_flagged_as_a_cheat(gateways, monkeypatch):
+    """Wrong heads (a Part 3 bug) make the fused path's SDPA call another than the graded one, honestly: its output
+    is wrong, so the values decide, and the property tests its values do not enter keep their points unflagged.
+    Held to the call alone (the output's check off), the same bug would be charged and flagged as a cheat."""
+    student = gateways[SPLIT_BUG]
+
+    def run():
+        student.forbidden.clear()
+        student.test = f"t::{SPLIT_BUG}"
+        with pytest.raises(AssertionError, match="output"):
+            test_part6_parity.test_fused_agrees_with_float64_math(student, "self-causal-padding")
+        test_part6_parity.test_fused_runs_on_the_inputs_device(student, student.second_device)
+        return dict(student.forbidden)
+
+    assert run() == {}
+    monkeypatch.setattr(sdpa_calls, "_right", lambda *args: True)
+    assert run() == {f"t::{SPLIT_BUG}": sdpa_calls.WHY}

@@ -22,9 +22,9 @@ Semantics every implementation keeps:
   use only that backend during the call.
 - The path a call exercises is known from the call itself: a module built with fused=True runs the
   fused path, every other call the manual one. A manual path that called torch's fused attention, or
-  a fused path that never called F.scaled_dot_product_attention on the graded call's heads (the
-  arguments of its calls held against the grader's own: sdpa_calls.py), is flagged and noted against
-  the test that ran it (`forbidden`); the spec's forbidden_calls setting says whether that test then
+  a fused path whose right answer did not come from F.scaled_dot_product_attention given the graded
+  call's heads (the arguments of its calls held against the grader's own: sdpa_calls.py), is flagged
+  and noted against the test that ran it (`forbidden`); the spec's forbidden_calls setting says whether that test then
   earns its points (grader/suite.py applies it).
 - `student.<name>(*args, options=CallOptions(), **kwargs)` calls the graded function <name>: only the
   names the spec declares exist, so a test that calls any other fails when it is collected, not per student.
@@ -171,14 +171,22 @@ class Gateway(ABC):
     def _run_module(self, spec: ModuleSpec, options: CallOptions) -> ModuleResult:
         """run_module as the student's code answers it."""
 
-    def note_path(self, path: str | None, calls: list[str], spec: ModuleSpec | None = None,
-                  sdpa_arguments: list | None = None, device: str = "cpu") -> None:
+    def note_module(self, spec: ModuleSpec, device: str, reply) -> None:
+        """The forbidden-call rule for a module call `spec` run on `device` and answered by `reply` (a ModuleReply):
+        note_path, then, on a fused path that did call SDPA, whether its SDPA calls were the graded call's
+        (sdpa_calls.made_the_call)."""
+        path = module_path(spec)
+        self.note_path(path, reply.attention_calls)
+        if path in ("fused", "fused-step") and FUSED_ATTENTION in reply.attention_calls and not \
+                sdpa_calls.made_the_call(path, spec, device, list(reply.sdpa_calls), reply.output):
+            self._forbid(sdpa_calls.WHY)
+
+    def note_path(self, path: str | None, calls: list[str]) -> None:
         """The forbidden-call rule, for a call that exercised `path` ("manual", "fused" (forward), "fused-step"
         (the fused step alone) or None) and made the attention calls `calls` (torch's, and the module's own fused
-        step), its SDPA calls given `sdpa_arguments` (executor.sdpa_arguments): flag a manual path that called
-        torch's attention, a fused forward that never went through the fused step, or a fused path that never
-        called F.scaled_dot_product_attention on the heads of the graded call `spec` run on `device`
-        (sdpa_calls.py), and note it against the running test."""
+        step): flag a manual path that called torch's attention, a fused forward that never went through the fused
+        step, or a fused path that never called F.scaled_dot_product_attention, and note it against the running
+        test."""
         torchs = [call for call in calls if not call.startswith(WENT_THROUGH)]
         if path == "manual" and torchs:
             why = f"the manual path called torch's {torchs[0]}, which the handout forbids there"
@@ -186,25 +194,17 @@ class Gateway(ABC):
             why = f"forward(fused=True) never went through self.{FUSED_STEP}, which the handout requires"
         elif path in ("fused", "fused-step") and FUSED_ATTENTION not in calls:
             why = f"the fused path never called torch's F.{FUSED_ATTENTION}, which it must go through"
-        elif path in ("fused", "fused-step") and spec and not _made_the_call(path, spec, sdpa_arguments, device):
-            why = sdpa_calls.WHY
         else:
             return
+        self._forbid(why)
+
+    def _forbid(self, why: str) -> None:
+        """Flag `why` once and note it against the running test."""
         test = self.test.split("::")[-1] or "a call"
         flag = f"forbidden call: {why} ({test})"
         if flag not in self.flags:
             self.flags.append(flag)
         self.forbidden.setdefault(self.test, why)
-
-
-def _made_the_call(path: str, spec: ModuleSpec, arguments: list | None, device: str) -> bool:
-    """Whether the recorded SDPA calls give the graded call's problem; True where that cannot be decided."""
-    expected = sdpa_calls.expected_slices(path, spec, device)
-    if expected is None:
-        return True
-    working = spec.dtype or next((t.dtype for t in (spec.forward_kwargs or {}).values()
-                                  if isinstance(t, torch.Tensor) and t.is_floating_point()), None)
-    return sdpa_calls.covers(list(arguments or []), expected, working)
 
 
 def module_path(spec: ModuleSpec) -> str | None:

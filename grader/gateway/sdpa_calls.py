@@ -3,13 +3,15 @@
 The handout's fused path hands F.scaled_dot_product_attention the query, key and value heads of the graded call,
 with its mask, causality, scale and dropout. The sandbox's watch records the arguments of every SDPA call a graded
 call makes (executor.sdpa_arguments); here they are held against what the grader's own arithmetic gives for that
-call (expected_slices: the projections of its inputs under its weights, split into heads), in any equivalent form:
+call (expected_call: the projections of its inputs under its weights, split into heads), in any equivalent form:
 the heads in one call or one call per head (or per batch item), a bool mask or an additive float one, causality as
 is_causal or folded into the mask, the scale given or left to SDPA's default, or folded into the queries. Two forms
 are equivalent where they give the same scores on every key a query may see (within the rounding of the call's
 dtype), hide every other key (at least GAP below the row's largest visible score), take the same values and the
 same dropout. A call on other inputs satisfies nothing: a path whose SDPA calls do not cover every head of the graded
-call breaks the forbidden-call rule (Gateway.note_path), whatever its output.
+call, and whose output is the graded call's answer all the same, breaks the forbidden-call rule (Gateway.note_module).
+Where the output is wrong the values decide: a mistake before the call (in the heads, the mask) changes the call's
+arguments too, and is charged by the tests it fails, never flagged as a cheat.
 
 What this rests on: the record is made in the student's process, so code that forges it can evade the rule, and a
 path that makes the right call and then throws its output away satisfies it (the output is graded as any other,
@@ -49,8 +51,41 @@ class Slices:
     dropout_p: float
 
 
-def expected_slices(path: str, spec: ModuleSpec, device: str) -> Slices | None:
-    """The SDPA problem of a graded fused call run on device, in float64 (None: undecided)."""
+@dataclass(frozen=True)
+class Expected:
+    """What the grader's arithmetic gives for a graded fused call: its SDPA problem, and its output in float64 (None
+    where dropout draws) on the queries that see a key (`answered`, over the output's leading dims)."""
+    slices: Slices
+    output: torch.Tensor | None
+    answered: torch.Tensor
+
+
+def made_the_call(path: str, spec: ModuleSpec, device: str, recorded: list, output) -> bool:
+    """The rule for one graded fused call: its recorded SDPA calls give the graded call's problem, or its output
+    is not the right answer (then the values decide, and a mistake before the call, in the heads or the mask, is
+    charged where it is wrong and never flagged as a cheat); True where it cannot be decided."""
+    expected = expected_call(path, spec, device)
+    if expected is None:
+        return True
+    working = spec.dtype or next((t.dtype for t in (spec.forward_kwargs or {}).values()
+                                  if isinstance(t, torch.Tensor) and t.is_floating_point()), None)
+    return covers(recorded, expected.slices, working) or not _right(output, expected, working)
+
+
+def _right(output, expected: Expected, working: torch.dtype | None) -> bool:
+    """Whether a fused call's output is the graded call's answer, within the rounding of its dtype (True where
+    dropout makes the answer unknown)."""
+    if expected.output is None:
+        return True
+    if not isinstance(output, torch.Tensor) or not output.is_floating_point() or output.shape != expected.output.shape:
+        return False
+    tolerance = max(TOLERANCE.get(output.dtype, 0.1), TOLERANCE.get(working, 0.0) if working else 0.0)
+    got, want = output.double()[expected.answered], expected.output[expected.answered]
+    return bool(((got - want).abs() <= tolerance * (want.abs().max() + 1 if want.numel() else 1)).all())
+
+
+def expected_call(path: str, spec: ModuleSpec, device: str) -> Expected | None:
+    """The graded fused call run on device, as the grader's arithmetic gives it, in float64 (None: undecided)."""
     kwargs = spec.forward_kwargs or {}
     if device.split(":")[0] == "meta":
         return None
@@ -80,7 +115,17 @@ def expected_slices(path: str, spec: ModuleSpec, device: str) -> Slices | None:
     if mask is not None:
         visible = visible & mask.bool()
     scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))
-    return _flattened(scores, visible, v, dropout_p)
+    seen = visible.expand(scores.shape)
+    weights = torch.softmax(scores.masked_fill(~seen, -math.inf), -1).nan_to_num(0.0)
+    output, answered = weights @ v, seen.any(-1)
+    if path != "fused-step":
+        B, H, L, D = output.shape
+        weight, bias = (spec.state_dict or {}).get("out_proj.weight"), (spec.state_dict or {}).get("out_proj.bias")
+        if weight is None:
+            return None
+        output = output.transpose(1, 2).reshape(B, L, H * D) @ _held(weight, spec.dtype).T
+        output, answered = (output if bias is None else output + _held(bias, spec.dtype)), answered.all(1)
+    return Expected(_flattened(scores, visible, v, dropout_p), None if dropout_p > 0 else output, answered)
 
 
 def covers(recorded: list, expected: Slices, working: torch.dtype | None) -> bool:
@@ -96,13 +141,16 @@ def covers(recorded: list, expected: Slices, working: torch.dtype | None) -> boo
     return not left.any()
 
 
+def _held(value: torch.Tensor, dtype) -> torch.Tensor:
+    """A weight as the module holds it (in the module's dtype), in float64."""
+    return (value.to(dtype) if dtype is not None else value).double()
+
+
 def _project(state: dict, name: str, tensor: torch.Tensor, dtype) -> torch.Tensor:
-    """tensor through the projection `name` as the module holds it (its weights in the module's dtype), in float64."""
-    def held(value):
-        return (value.to(dtype) if dtype is not None else value).double()
-    out = tensor.double() @ held(state[f"{name}.weight"]).T
+    """tensor through the projection `name` as the module holds it, in float64."""
+    out = tensor.double() @ _held(state[f"{name}.weight"], dtype).T
     bias = state.get(f"{name}.bias")
-    return out if bias is None else out + held(bias)
+    return out if bias is None else out + _held(bias, dtype)
 
 
 def _heads(x: torch.Tensor, heads: int) -> torch.Tensor:
