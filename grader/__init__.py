@@ -6,7 +6,7 @@ It stands in floors, imports running downward only (an import-linter contract in
     run/  gradescope/      the processes of a batch; the Gradescope runtime (one submission, results.json)
     suite.py               the hidden suite's pytest plugin: points, parts, the forbidden-call rule
     gateway/               the one door to student code: Gateway, SandboxGateway (gateway/client.py), LocalGateway,
-                           the answers' checks (gateway/replies.py) and the fused path's provenance
+                           the answers' checks (gateway/replies.py) and the fused path's SDPA call (sdpa_calls.py)
     wire/  contain/        the frames and messages to a sandbox; the kernel's containment of it
     row.py                 one submission's gradebook row, typed once
     scoring.py  sanitize.py  paths.py      shared leaves; source_rules.py: the forbidden-call rule's evidence, read

@@ -99,8 +99,7 @@ class GradingPlugin:
     # ---------------------------------------------------------------- the result
     def forbidden(self) -> dict[str, str]:
         """Test id -> why its path broke the forbidden-call rule (every gateway of the session), or why the rule
-        cannot be checked there (a test of a part that runs code switching the rule's watches off), or why the
-        fused path it ran does not count as SDPA's (its output ignores SDPA's: provenance.py)."""
+        cannot be checked there (a test of a part that runs code switching the rule's watches off)."""
         found: dict[str, str] = {}
         for gateway in self.gateways:
             for test, why in gateway.forbidden.items():
@@ -108,9 +107,6 @@ class GradingPlugin:
             for test, (part, _weight) in self._marks.items():   # the watches may have been blind there
                 if part in gateway.hiding_parts:
                     found.setdefault(test, gateway.hiding)
-            if gateway.ignoring:   # the fused path's output does not come from SDPA, in every test that ran it
-                for test in gateway.fused_tests:
-                    found.setdefault(test, gateway.ignoring)
         return found
 
     def report(self) -> Report:

@@ -9,6 +9,7 @@ with the sandbox gateway, and this file then adds none.
 from __future__ import annotations
 
 import pytest
+import torch
 
 from grader.gateway import Gateway
 from grader.gateway.local import LocalGateway
@@ -30,6 +31,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "second_opinion(case, *args): compares two answers, the second from a process "
                                        "that never saw the first (grading_tests/second_opinions.py)")
     if registered(config) is None:
+        torch.set_num_threads(1)   # as the engine's processes and tests/conftest.py: more threads cost more CPU
         plugin = GradingPlugin(lambda config: LocalGateway(config.getoption("submission")),
                                config.getoption("results_json"))
         config.pluginmanager.register(plugin, PLUGIN_NAME)

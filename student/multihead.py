@@ -118,9 +118,11 @@ class MultiHeadAttention(nn.Module):
             (B, H, L, D), equal (up to rounding) to the output of this package's
             scaled_dot_product_attention on the same inputs.
 
-        Return what F.scaled_dot_product_attention returns: the grader rescales
-        that output during its tests, so numbers computed beside the call come
-        out wrong.
+        Return what F.scaled_dot_product_attention returns when given these q,
+        k and v with this mask, causality and dropout_p (a bool or an additive
+        float mask, is_causal or the causal mask folded in, one call or one per
+        head): the grader checks each call's arguments, and a call on other
+        inputs does not count.
 
         It must work whichever SDPA backend torch picks: the grader also runs it
         with SDPA restricted to its math backend, which refuses an attn_mask

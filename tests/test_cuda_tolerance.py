@@ -150,6 +150,7 @@ def test_the_reference_passes_every_case_on_both_paths(submissions, cuda_tests, 
     for case in lowp.CASES:
         cuda_tests.test_cuda_manual_path_matches_float64(submissions["reference"], case, dtype)
         cuda_tests.test_cuda_fused_path_matches_float64(submissions["reference"], case, dtype)
+    assert submissions["reference"].forbidden == {}   # its SDPA calls are the graded ones (sdpa_calls.py)
 
 
 @pytest.mark.parametrize("variant", sorted(CORRECT_VARIANTS))
@@ -158,6 +159,7 @@ def test_correct_variants_pass_in_half_precision(submissions, cuda_tests, varian
         for case in lowp.CASES:
             cuda_tests.test_cuda_manual_path_matches_float64(submissions[variant], case, dtype)
             cuda_tests.test_cuda_fused_path_matches_float64(submissions[variant], case, dtype)
+    assert submissions[variant].forbidden == {}
 
 
 @pytest.mark.parametrize("bug", sorted(BUGS))
@@ -182,6 +184,28 @@ def test_failure_names_the_case_and_the_likely_mistake(submissions, cuda_tests):
     message = str(failure.value)
     assert "fused=True" in message and "float16" in message and "padding mask" in message
     assert "Hint: matches attention without the padding mask" in message
+
+
+def test_a_backend_that_gives_an_empty_row_the_mean_of_the_values_grades_the_student_not_the_backend(
+        submissions, cuda_tests, monkeypatch):
+    """cuDNN on an H200 (torch 2.11) gives a query whose bool mask row is all False the mean of the values, where the
+    other backends give zeros: the reference failed the fused empty-row case there. Played here on the CPU: the
+    fused path's queries that see no key are not graded by the CUDA tests (the CPU test of an empty sequence holds
+    them to the handout's zero), the manual path keeps that zero, and a wrong answer elsewhere still fails."""
+    original = torch.nn.functional.scaled_dot_product_attention
+
+    def like_cudnn(query, key, value, attn_mask=None, *args, **kwargs):
+        out = original(query, key, value, attn_mask, *args, **kwargs)
+        if attn_mask is None or attn_mask.dtype != torch.bool:
+            return out
+        return torch.where(~attn_mask.any(-1, keepdim=True), value.mean(-2, keepdim=True), out)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", like_cudnn)
+    case = case_named("cross-padding-empty-row")
+    cuda_tests.test_cuda_fused_path_matches_float64(submissions["reference"], case, torch.float16)
+    cuda_tests.test_cuda_manual_path_matches_float64(submissions["reference"], case, torch.float16)
+    with pytest.raises(AssertionError, match="output of the queries that see a key"):
+        cuda_tests.test_cuda_fused_path_matches_float64(submissions["fused-ignores-padding"], case, torch.float16)
 
 
 # ---------------------------------------------------------------- forcing an SDPA backend

@@ -193,13 +193,14 @@ def roundtrip_frame(message):
 
 @pytest.mark.parametrize("message", [
     CallRequest("split_heads", (torch.ones(2, 3, 4), 2), {"dim": -1},
-                CallOptions("meta", 3, (torch.ones(2),), "math", sdpa_mark=1.5)),
+                CallOptions("meta", 3, (torch.ones(2),), "math", default_device="cpu")),
     ModuleRequest(ModuleSpec({"embed_dim": 4, "num_heads": 2}, {"q_proj.weight": torch.eye(4)},
                              {"x": torch.ones(1, 2, 4)}, training=True, dtype=torch.float64)),
     Ready({"masking": "ModuleNotFoundError: No module named einops"}, ["escape attempt: open /etc/shadow"]),
     Failure("ValueError", "bad", []),
     CallReply((torch.ones(2), torch.zeros(1)), ["cpu", "cpu"], None, [torch.ones(1), None], ["x"], []),
-    ModuleReply({"w": torch.ones(2)}, torch.ones(1), ["cpu"], {"x": None}, None, {"x": torch.ones(1)}, [], []),
+    ModuleReply({"w": torch.ones(2)}, torch.ones(1), ["cpu"], {"x": None}, None, {"x": torch.ones(1)}, [], [],
+                [{"query": torch.ones(1, 2), "attn_mask": None, "dropout_p": 0.0, "is_causal": False}]),
 ])
 def test_every_message_survives_its_encode_and_decode(message):
     back = decoded(message, type(message))

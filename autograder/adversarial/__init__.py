@@ -16,7 +16,7 @@ import os
 import pathlib
 
 from assignment.spec import SPEC, Spec
-from autograder.adversarial import abuse, bounds, channels, cheats, escapes, inputs, memory, unread
+from autograder.adversarial import abuse, bounds, channels, cheats, escapes, inputs, memory, sdpa_calls, unread
 from autograder.adversarial.base import Context, Entry
 from autograder.adversarial.expectations import (
     Expectation,
@@ -55,7 +55,7 @@ def entries(root, *, isolated: bool | None = None, spec: Spec = SPEC) -> list[En
     context = Context(pathlib.Path(root).resolve(), markers_folder(root))
     found = [*CONTROLS, *cheats.entries(context), *abuse.entries(context), *memory.entries(context),
              *inputs.entries(context), *escapes.entries(context), *channels.entries(context),
-             *unread.entries(context), *bounds.entries(context)]
+             *unread.entries(context), *bounds.entries(context), *sdpa_calls.entries(context)]
     return [entry for entry in found if (isolated or not entry.needs_root) and _in_spec(entry.expectation, spec)]
 
 

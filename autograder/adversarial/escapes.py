@@ -185,8 +185,8 @@ def entries(context: Context) -> list[Entry]:
                                                                                  FUSED_VIA_MANUAL))),
         Entry(Expectation("cheat-sdpa-output-thrown-away", "cheat", "graded",
                           "the fused path computed by hand, with SDPA called on a slice whose output it throws away, "
-                          "so the watch sees the call: its output ignores the marks the grader puts on SDPA's output "
-                          "(grader/gateway/provenance.py), so it earns what the path that never calls SDPA earns",
+                          "so the watch sees the call: its arguments are not the graded call's "
+                          "(grader/gateway/sdpa_calls.py), so it earns what the path that never calls SDPA earns",
                           no_better_than="bug-fused-path-is-manual", flag="does not come from its F.scaled_dot"),
               lambda dest, _c: write_submission(dest, overrides=_zoo_bug("fused-sdpa-output-thrown-away"))),
         Entry(Expectation("cheat-sdpa-hidden-from-the-watch", "cheat", "graded",

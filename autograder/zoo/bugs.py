@@ -256,7 +256,7 @@ BUGS = [
     edit("fused-sdpa-output-thrown-away", 6, "multihead.py", FUSED,
          "        F.scaled_dot_product_attention(q[..., :1, :], k, v)\n"
          "        return scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, dropout_p=dropout_p)[0]",
-         "calls torch's SDPA on a slice and throws its output away (provenance.py)"),
+         "calls torch's SDPA on a slice and throws its output away (sdpa_calls.py)"),
     # "q (B, H, L, D), k and v (B, H, S, D): the heads, already split."
     edit("fused-flash-layout", 6, "multihead.py", FUSED,
          FUSED.replace("(q, k, v,", "(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),") + ".transpose(1, 2)",

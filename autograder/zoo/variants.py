@@ -181,6 +181,11 @@ VARIANTS += [
            ("multihead.py", MANUAL,
             "            _, weights = scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal)\n"
             "            heads = self.attn_dropout(weights) @ v")),
+    # The fused path as a loop over heads, one SDPA call per head on (B, L, D), the queries scaled beforehand.
+    edit("fused-one-call-per-head-prescaled", None, "multihead.py", FUSED,
+         "        return torch.stack([F.scaled_dot_product_attention(\n"
+         "            q[:, h] * q.size(-1) ** -0.5, k[:, h], v[:, h], attn_mask=None if mask is None else mask[:, 0],\n"
+         "            dropout_p=dropout_p, is_causal=is_causal, scale=1.0) for h in range(q.size(1))], dim=1)"),
     # The fused path never passes is_causal: the causal mask always goes into attn_mask.
     edit("fused-always-bool-mask", None, "multihead.py", FOLD,
          "        if is_causal:\n"

@@ -22,8 +22,9 @@ Semantics every implementation keeps:
   use only that backend during the call.
 - The path a call exercises is known from the call itself: a module built with fused=True runs the
   fused path, every other call the manual one. A manual path that called torch's fused attention, or
-  a fused path that never called F.scaled_dot_product_attention, is flagged and noted against the
-  test that ran it (`forbidden`); the spec's forbidden_calls setting says whether that test then
+  a fused path whose right answer did not come from F.scaled_dot_product_attention given the graded
+  call's heads (the arguments of its calls held against the grader's own: sdpa_calls.py), is flagged
+  and noted against the test that ran it (`forbidden`); the spec's forbidden_calls setting says whether that test then
   earns its points (grader/suite.py applies it).
 - `student.<name>(*args, options=CallOptions(), **kwargs)` calls the graded function <name>: only the
   names the spec declares exist, so a test that calls any other fails when it is collected, not per student.
@@ -45,7 +46,7 @@ from typing import Any
 import torch
 
 from grader import source_rules
-from grader.gateway import provenance
+from grader.gateway import sdpa_calls
 from grader.wire.emulated import NAME as EMULATED
 from grader.wire.executor import (
     FUNCTIONS,
@@ -127,9 +128,6 @@ class Gateway(ABC):
         self.stopped = ""
         self.hiding = ""   # why the watches of the forbidden-call rule may have been blind (note_source) ...
         self.hiding_parts: set[int] = set()   # ... in the tests of these parts
-        self.fused_tests: set[str] = set()    # the tests that ran a fused path
-        self.ignoring = ""   # why the fused path's output does not come from SDPA (provenance.ignores_sdpa)
-        self._provenance_asked = False
 
     def note_source(self, package) -> None:
         """What the submission's source (package: its student/ folder) shows about the forbidden-call rule, read
@@ -166,34 +164,22 @@ class Gateway(ABC):
         """Call student.<function>(*args, **kwargs)."""
 
     def run_module(self, spec: ModuleSpec, options: CallOptions = CallOptions()) -> ModuleResult:
-        """Build (and maybe run) student.MultiHeadAttention as described by spec. A fused path's call runs with
-        SDPA's output marked, and the mark is taken out of the result before the test sees it (provenance.py)."""
-        path = module_path(spec)
-        if path in provenance.MARKED_PATHS:
-            self.fused_tests.add(self.test)
-        marked = provenance.marked_options(path, spec, options)
-        result = self._run_module(spec, marked)
-        if marked.sdpa_mark is not None and path is not None:   # a marked call ran a fused path
-            if not self._provenance_asked:
-                self._provenance_asked = True
-                self._ask_provenance(path, spec, marked, result)
-            provenance.unmark(result, path, spec, marked.sdpa_mark)
-        return result
-
-    def _ask_provenance(self, path: str, spec: ModuleSpec, marked: CallOptions, result: ModuleResult) -> None:
-        """The first marked call, asked again under another mark: a path whose output stays the same to the bit
-        ignores SDPA's output, and every test that ran the fused path breaks the rule (suite.py)."""
-        try:
-            again = self._run_module(spec, provenance.another_mark(marked))
-        except StudentError:
-            return   # undecided: the student's own exception never decides it
-        if provenance.ignores_sdpa(path, spec, result, again):
-            self.ignoring = provenance.IGNORED
-            self.flags.append(f"forbidden call: {self.ignoring} (every test that ran the fused path)")
+        """Build (and maybe run) student.MultiHeadAttention as described by spec."""
+        return self._run_module(spec, options)
 
     @abstractmethod
     def _run_module(self, spec: ModuleSpec, options: CallOptions) -> ModuleResult:
         """run_module as the student's code answers it."""
+
+    def note_module(self, spec: ModuleSpec, device: str, reply) -> None:
+        """The forbidden-call rule for a module call `spec` run on `device` and answered by `reply` (a ModuleReply):
+        note_path, then, on a fused path that did call SDPA, whether its SDPA calls were the graded call's
+        (sdpa_calls.made_the_call)."""
+        path = module_path(spec)
+        self.note_path(path, reply.attention_calls)
+        if path in ("fused", "fused-step") and FUSED_ATTENTION in reply.attention_calls and not \
+                sdpa_calls.made_the_call(path, spec, device, list(reply.sdpa_calls), reply.output):
+            self._forbid(sdpa_calls.WHY)
 
     def note_path(self, path: str | None, calls: list[str]) -> None:
         """The forbidden-call rule, for a call that exercised `path` ("manual", "fused" (forward), "fused-step"
@@ -210,6 +196,10 @@ class Gateway(ABC):
             why = f"the fused path never called torch's F.{FUSED_ATTENTION}, which it must go through"
         else:
             return
+        self._forbid(why)
+
+    def _forbid(self, why: str) -> None:
+        """Flag `why` once and note it against the running test."""
         test = self.test.split("::")[-1] or "a call"
         flag = f"forbidden call: {why} ({test})"
         if flag not in self.flags:

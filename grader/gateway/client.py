@@ -26,7 +26,6 @@ from grader.gateway import (
     CallOptions,
     Gateway,
     StudentError,
-    module_path,
     not_imported,
     replies,
 )
@@ -137,7 +136,7 @@ class SandboxGateway(Gateway):
         label = "MultiHeadAttention"
         reply = self._request(label, ModuleRequest(spec, options), messages.ModuleReply)
         result = self._checked(label, lambda: replies.module_result(reply, spec.forward_kwargs, options.device))
-        self.note_path(module_path(spec), reply.attention_calls)
+        self.note_module(spec, options.device, reply)
         return result
 
     def public_checks(self, files: list[str]) -> dict[str, str]:

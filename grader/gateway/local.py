@@ -19,7 +19,6 @@ from grader.gateway import (
     CallOptions,
     Gateway,
     StudentError,
-    module_path,
     not_imported,
     replies,
 )
@@ -82,6 +81,6 @@ class LocalGateway(Gateway):
         except executor.StudentFailure as failure:
             raise StudentError(failure.type_name, failure.message) from None
         reply = by_wire(ModuleReply(done.parameters, done.output, done.devices, done.input_grads, done.param_grads,
-                                    done.inputs_after, done.attention_calls), ModuleReply)
-        self.note_path(module_path(spec), reply.attention_calls)
+                                    done.inputs_after, done.attention_calls, sdpa_calls=done.sdpa_calls), ModuleReply)
+        self.note_module(spec, options.device, reply)
         return replies.module_result(reply, spec.forward_kwargs, options.device)

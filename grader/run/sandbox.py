@@ -266,7 +266,7 @@ def answer(student, request, wires: tripwires.Tripwires, submission: str):
                              called.attention_calls, wires.drain())
         ran = executor.execute_module(student, request.spec, request.options)
         return ModuleReply(ran.parameters, ran.output, ran.devices, ran.input_grads, ran.param_grads,
-                           ran.inputs_after, ran.attention_calls, wires.drain())
+                           ran.inputs_after, ran.attention_calls, wires.drain(), ran.sdpa_calls)
     except BaseException as error:  # noqa: BLE001 - everything the student raises is reported, even SystemExit
         failure = error if isinstance(error, executor.StudentFailure) else executor.StudentFailure.of(error)
         return Failure(failure.type_name, failure.message, wires.drain())

@@ -75,9 +75,6 @@ class CallOptions:
     sdpa_backend: str | None = None
     # torch's default device during the call (where `device=None` creates tensors); None: the CPU.
     default_device: str | None = None
-    # What F.scaled_dot_product_attention returns is multiplied by this during the call (the grader's probe of
-    # whether a fused path's output comes from its SDPA call: provenance.py); None: returned as torch gives it.
-    sdpa_mark: float | None = None
 
 
 @dataclass(frozen=True)
@@ -109,24 +106,47 @@ class ExecutedModule:
     param_grads: dict[str, torch.Tensor | None] | None = None
     inputs_after: dict[str, torch.Tensor] = field(default_factory=dict)
     attention_calls: list[str] = field(default_factory=list)
+    sdpa_calls: list[dict] = field(default_factory=list)   # each F.scaled_dot_product_attention call's arguments
+
+
+# F.scaled_dot_product_attention's parameters, in order, and the number of its calls one graded call records (a
+# correct path makes one, or one per head; the record crosses the wire, so it is bounded).
+SDPA_PARAMETERS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+MAX_SDPA_CALLS = 64
 
 
 class _AttentionWatch(emulated.LikeAGpu):
-    """Notes every call of torch's attention functions made through torch's Python API; changes nothing, except
-    that with a mark, what F.scaled_dot_product_attention returns is multiplied by it (and what the emulated
-    device needs to take what a GPU takes: emulated.LikeAGpu)."""
+    """Notes every call of torch's attention functions made through torch's Python API, and the arguments of each
+    F.scaled_dot_product_attention call (sdpa_arguments) in `calls` where it is given one; changes nothing (beyond
+    what the emulated device needs to take what a GPU takes: emulated.LikeAGpu)."""
 
-    def __init__(self, seen: list[str], mark: float | None = None):
+    def __init__(self, seen: list[str], calls: list[dict] | None = None):
         super().__init__()
-        self.seen, self.mark = seen, mark
+        self.seen, self.calls = seen, calls
 
     def call(self, func, name: str, args, kwargs):
         if name in ATTENTION_FUNCTIONS and name not in self.seen:
             self.seen.append(name)
-        result = func(*args, **kwargs)
-        if self.mark is not None and name == "scaled_dot_product_attention" and isinstance(result, torch.Tensor):
-            return result * self.mark
-        return result
+        if name == "scaled_dot_product_attention" and self.calls is not None and len(self.calls) < MAX_SDPA_CALLS:
+            try:
+                self.calls.append(sdpa_arguments(args, kwargs))
+            except Exception:  # noqa: BLE001 - arguments that cannot be copied: a record that satisfies nothing
+                self.calls.append({})
+        return func(*args, **kwargs)
+
+
+def sdpa_arguments(args, kwargs) -> dict:
+    """One SDPA call's arguments by name, each tensor a detached CPU copy of its values (an emulated tensor's
+    too), for the trusted side to hold against the graded call's (grader/gateway/sdpa_calls.py)."""
+    bound = {**dict(zip(SDPA_PARAMETERS, args, strict=False)), **kwargs}
+
+    def copied(value):
+        if isinstance(value, torch.Tensor):
+            value = emulated.to_plain(value).detach().as_subclass(torch.Tensor)
+            return torch.empty(value.shape, dtype=value.dtype, device="meta") if value.device.type == "meta" \
+                else value.to("cpu", copy=True).contiguous()
+        return value if value is None or type(value) in (bool, int, float) else repr(value)[:100]
+    return {name: copied(bound[name]) for name in SDPA_PARAMETERS if name in bound}
 
 
 class _KernelWatch(TorchDispatchMode):
@@ -156,18 +176,18 @@ _KERNELS_SEEN: dict = {}
 
 
 @contextlib.contextmanager
-def watching_attention(seen: list[str], mark: float | None = None):
-    """Note in `seen` the names of torch's attention functions that the code run inside calls, SDPA's output
-    multiplied by mark if one is given (and let the emulated device take what a GPU takes: emulated.LikeAGpu)."""
-    with _AttentionWatch(seen, mark), _KernelWatch(seen):
+def watching_attention(seen: list[str], calls: list[dict] | None = None):
+    """Note in `seen` the names of torch's attention functions that the code run inside calls, and in `calls` (if
+    given) the arguments of each SDPA call (and let the emulated device take what a GPU takes: emulated.LikeAGpu)."""
+    with _AttentionWatch(seen, calls), _KernelWatch(seen):
         yield
 
 
 @contextlib.contextmanager
-def running_as(options: CallOptions, seen: list[str]):
-    """Everything a call's options ask of torch while the student's code runs: the watches (and the mark), the SDPA
-    backend, the default device."""
-    with watching_attention(seen, options.sdpa_mark), restricting_sdpa(options.sdpa_backend), \
+def running_as(options: CallOptions, seen: list[str], calls: list[dict] | None = None):
+    """Everything a call's options ask of torch while the student's code runs: the watches, the SDPA backend, the
+    default device."""
+    with watching_attention(seen, calls), restricting_sdpa(options.sdpa_backend), \
             defaulting_to(options.default_device):
         yield
 
@@ -343,6 +363,7 @@ def execute_module(student, spec: ModuleSpec, options: CallOptions = CallOptions
     target = _device(options.device, options.default_device)
     grad_outputs = options.grad_outputs
     seen: list[str] = []
+    calls: list[dict] = []
     seed_random(options.seed)
     try:
         module = getattr(student, MODULE_CLASS)(**spec.init_kwargs)
@@ -364,7 +385,7 @@ def execute_module(student, spec: ModuleSpec, options: CallOptions = CallOptions
                 value.requires_grad_(True)
         seed_random(options.seed)
         input_grads = param_grads = None
-        with running_as(options, seen), noting_steps(module, seen, method):
+        with running_as(options, seen, calls), noting_steps(module, seen, method):
             output = module(**inputs) if method == "forward" else getattr(module, method)(**inputs)
             if wants_grad:
                 names = [k for k, v in inputs.items() if isinstance(v, torch.Tensor) and v.requires_grad]
@@ -378,7 +399,7 @@ def execute_module(student, spec: ModuleSpec, options: CallOptions = CallOptions
             parameters=parameters, output=plain_result(output), devices=[str(output.device)],
             input_grads=input_grads, param_grads=param_grads,
             inputs_after={k: plain_result(v) for k, v in inputs.items() if isinstance(v, torch.Tensor)},
-            attention_calls=seen)
+            attention_calls=seen, sdpa_calls=calls)
     except StudentFailure:
         raise
     except BaseException as error:  # noqa: BLE001

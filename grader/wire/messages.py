@@ -204,6 +204,7 @@ class ModuleReply(Message):
     inputs_after: dict = field(default_factory=dict)
     attention_calls: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
+    sdpa_calls: list = field(default_factory=list)   # each SDPA call's arguments (executor.sdpa_arguments)
 
 
 @dataclass
