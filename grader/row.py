@@ -16,6 +16,7 @@ import typing
 from dataclasses import dataclass, field
 
 from grader.scoring import STATUSES
+from grader.submitter import Submitter
 
 PART_KEY = re.compile(r"part(\d+)")
 # Numbers that may be unknown: None here, "" in the JSON and the CSV.
@@ -24,14 +25,6 @@ OPTIONAL_NUMBERS = ("gradescope_score", "late", "peak_memory_mib")
 
 class RowError(ValueError):
     """The object is not a gradebook row (damaged, foreign, or from an older engine)."""
-
-
-@dataclass(frozen=True)
-class Submitter:
-    """A student of a Gradescope export's submission (empty fields where the export had none)."""
-    name: str = ""
-    sid: str = ""
-    email: str = ""
 
 
 @dataclass

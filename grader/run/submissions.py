@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 from grader import source_rules
 from grader.paths import STUDENT_DIR
-from grader.row import Submitter
 from grader.run.recorded import Recorded, recorded
+from grader.submitter import Submitter
 
 MAX_FILES = 2000
 MAX_FILE_BYTES = 20 << 20
