@@ -198,9 +198,11 @@ REWORDED = {   # file -> (old, new): the places the self-check names once Part 6
         ("        It must work whichever SDPA backend torch picks: the grader also runs it\n"
          "        with SDPA restricted to its math backend, which refuses an attn_mask\n"
          "        together with is_causal=True.", "        It works whichever SDPA backend torch picks."),
-        ("        Return what F.scaled_dot_product_attention returns: the grader rescales\n"
-         "        that output during its tests, so numbers computed beside the call come\n"
-         "        out wrong.\n", "        It returns what F.scaled_dot_product_attention returns.\n"),
+        ("        Return what F.scaled_dot_product_attention returns when given these q,\n"
+         "        k and v with this mask, causality and dropout_p (a bool or an additive\n"
+         "        float mask, is_causal or the causal mask folded in, one call or one per\n"
+         "        head): the grader checks each call's arguments, and a call on other\n"
+         "        inputs does not count.\n", "        It returns what F.scaled_dot_product_attention returns.\n"),
     ],
     "handout/README.md": [
         ("- Part 6 compares both of your paths with plain PyTorch math and says which one disagrees:\n"
