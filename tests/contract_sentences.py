@@ -13,13 +13,15 @@ are none, and, on the engine-graded zoo, that each bug listed fails one of its s
     broken by     zoo bugs (`name`) that break the sentence; at least one for every graded sentence
 
 `python -m tests.contract_sentences` prints the table as it should be: the sentences of today's handout, each
-with its row kept from the file, or, for a new one, empty cells to fill in; for pasting after a docstring
-changes.
+with its row kept from the file (a reworded one: the row of the sentence it was), or, for a new one, empty
+cells to fill in; for pasting after a docstring changes.
 """
 from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
+import difflib
 import io
 import re
 import sys
@@ -221,11 +223,26 @@ def render(rows: list[SentenceRow]) -> str:
     return "\n".join(lines)
 
 
+def today(rows: list[SentenceRow], handout: list[tuple[str, str]]) -> list[SentenceRow]:
+    """The table for today's handout: a kept sentence keeps its row; a reworded one takes the cells of the row, gone
+    from the handout, of the most alike sentence of its docstring (more than half alike); a new one, empty cells."""
+    kept = {(row.where, row.sentence): row for row in rows}
+    gone = [row for row in rows if (row.where, row.sentence) not in handout]
+    fresh = []
+    for where, sentence in handout:
+        if (where, sentence) in kept:
+            fresh.append(kept[(where, sentence)])
+            continue
+        alike = max(((difflib.SequenceMatcher(None, row.sentence, sentence).ratio(), index)
+                     for index, row in enumerate(gone) if row.where == where), default=(0.0, -1))
+        old = gone.pop(alike[1]) if alike[0] > 0.5 else SentenceRow(where, sentence, (), "", ())
+        fresh.append(dataclasses.replace(old, sentence=sentence))
+    return fresh
+
+
 def main() -> int:
-    """Print the table for today's handout: kept rows as they are; a new sentence with empty cells to fill in."""
-    kept = {(row.where, row.sentence): row for row in table_rows()}
-    print(render([kept.get((where, sentence), SentenceRow(where, sentence, (), "", ()))
-                  for where, sentence in sentences()]))
+    """Print the table for today's handout (today()), for pasting after a docstring changed."""
+    print(render(today(table_rows(), sentences())))
     return 0
 
 

@@ -59,6 +59,19 @@ def test_the_check_catches_a_missing_row_a_test_of_another_part_a_sentence_no_bu
     assert ct.with_view(text, unnamed, hidden) != text   # the view, left as it was, is found stale
 
 
+def test_a_reworded_sentence_keeps_its_row_and_a_new_one_gets_empty_cells():
+    rows, handout = cs.table_rows(), cs.sentences()
+    graded = next(row for row in rows if row.where == "heads.split_heads" and row.bugs and len(row.sentence) > 60)
+    reworded = graded.sentence.replace(" of every token", " of each token")
+    assert reworded != graded.sentence
+    new = ("heads.split_heads", "The result may be a view of x (no copy is needed).")
+    index = handout.index((graded.where, graded.sentence))
+    today = cs.today(rows, [*handout[:index], (graded.where, reworded), new, *handout[index + 1:]])
+    assert today[index] == dataclasses.replace(graded, sentence=reworded)
+    assert today[index + 1] == cs.SentenceRow(*new, (), "", ())
+    assert cs.today(rows, handout) == rows
+
+
 @pytest.mark.slow
 def test_every_bug_listed_against_a_sentence_fails_one_of_its_tests(graded_zoo):
     for row in (row for row in cs.table_rows() if not row.why_not):
