@@ -1,38 +1,47 @@
-"""The reverse of the traceability table: every sentence of the handout's docstrings -> the tests enforcing it.
+"""The contract map's one home: every sentence of the handout's docstrings -> the tests enforcing it.
 
-grading_tests/CONTRACT.md has a second table, one row per sentence of the docstring of every graded name
-in student/ (split as `sentences()` splits them): the sentence, the hidden tests that enforce it, and the
-bugs of the zoo (autograder/zoo/bugs.py) that break it. `problems()` lists every way that table disagrees
-with the handout, the suite, the forward table and the zoo; tests/test_contract.py asserts there are none,
-and, on the engine-graded zoo, that each bug listed fails one of its sentence's tests.
+grading_tests/CONTRACT.md holds one table written by hand, one row per sentence of the docstring of every
+graded name in student/ (split as `sentences()` splits them): the sentence, the hidden tests that enforce it,
+and the bugs of the zoo (autograder/zoo/bugs.py) that break it. Each link of a test to a sentence is written
+there once; the per-test view above it is derived from it (tests/contract_table.py). `problems()` lists every
+way that table disagrees with the handout, the hidden suite and the zoo; tests/test_contract.py asserts there
+are none, and, on the engine-graded zoo, that each bug listed fails one of its sentence's tests.
 
     enforced by   test functions (`test_name`) of the part where the sentence lives; or "every test of Part N"
                   (a rule every test enforces: the forbidden calls); or "not graded: why" for a sentence
                   that explains rather than requires
     broken by     zoo bugs (`name`) that break the sentence; at least one for every graded sentence
 
-`python -m tests.contract_sentences` prints the table as it should be: sentences from the handout, the tests
-the forward table names for each, and the rest kept from the file, for pasting after a docstring changes.
+`python -m tests.contract_sentences` prints the table as it should be: the sentences of today's handout, each
+with its row kept from the file (a reworded one: the row of the sentence it was), or, for a new one, empty
+cells to fill in; for pasting after a docstring changes.
 """
 from __future__ import annotations
 
 import ast
+import contextlib
+import dataclasses
+import difflib
+import io
 import re
 import sys
 from dataclasses import dataclass
+
+import pytest
 
 from assignment.spec import SPEC
 from autograder.stubs import GRADED_MODULES
 from autograder.zoo import fresh
 from autograder.zoo.bugs import BUGS
-from grader.paths import STUDENT_DIR
+from grader.paths import REPO, STUDENT_DIR
 from grader.scoring import entry_part, entry_test
-from tests import contract_table as ct
 
+CONTRACT = REPO / "grading_tests" / "CONTRACT.md"
 HEADER = "| handout | sentence | enforced by | broken by |"
 ROW = re.compile(r"^\| `(?P<where>[\w.]+)` \| (?P<sentence>.*) \| (?P<enforced>.*) \| (?P<broken>.*) \|$")
 EVERY_TEST = re.compile(r"^every test of Part (\d+)$")
 NOT_GRADED = "not graded: "
+WRITE_VIEW = "python -m tests.contract_table --write"   # rewrites the per-test view (tests/contract_table.py)
 _SECTION = re.compile(r"^(Args|Returns|Raises|Rules[^:]*):\s*(.*)$")
 _ARGUMENT = re.compile(r"^    \S[^:]*:\s")
 # A sentence ends at a full stop before a capital (or "(Capital"), or at ".)" before a capital.
@@ -46,6 +55,42 @@ class SentenceRow:
     tests: tuple[str, ...]  # test function names, or ("every test of Part N",)
     why_not: str           # "" for a graded sentence
     bugs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class HiddenTest:
+    test: str   # "test_part1_scaling.py::test_name"
+    part: int
+
+    @property
+    def name(self) -> str:
+        return self.test.split("::")[1]
+
+
+class _Collector:
+    """pytest plugin: the hidden suite's items, collected only (nothing runs)."""
+
+    def __init__(self):
+        self.items = []
+
+    def pytest_collection_modifyitems(self, items):
+        self.items = list(items)
+
+
+def hidden_tests() -> list[HiddenTest]:
+    """Every hidden test function (its parametrizations together) with its part, in the suite's order."""
+    collector = _Collector()
+    with contextlib.redirect_stdout(io.StringIO()):   # pytest's own lines are not the caller's output
+        code = pytest.main([str(REPO / "grading_tests"), "--collect-only", "-qq", "-p", "no:cacheprovider",
+                            f"--rootdir={REPO}", "-o", "addopts="], plugins=[collector])
+    if code != 0:
+        raise RuntimeError(f"collecting grading_tests failed (pytest exit {code}): run "
+                           f"`python -m pytest grading_tests --collect-only` to see why")
+    found: dict[str, HiddenTest] = {}
+    for item in collector.items:
+        name = f"{item.path.name}::{item.originalname}"
+        found.setdefault(name, HiddenTest(name, item.get_closest_marker("part").args[0]))
+    return list(found.values())
 
 
 def _items(doc: str):
@@ -90,7 +135,7 @@ def _names(cell: str) -> tuple[str, ...]:
 
 
 def table_rows(text: str | None = None) -> list[SentenceRow]:
-    text = ct.CONTRACT.read_text() if text is None else text
+    text = CONTRACT.read_text() if text is None else text
     rows = []
     for line in text.splitlines():
         match = ROW.match(line.strip())
@@ -111,9 +156,14 @@ def parts_of(where: str) -> set[int]:
     return {part.number for part in SPEC.parts if name in part.names}
 
 
-def problems(rows: list[SentenceRow], handout: list[tuple[str, str]], tests: list[ct.HiddenTest],
-             forward: list[ct.Row]) -> list[str]:
-    """Every disagreement of the sentence table with the handout, the suite, the forward table and the zoo."""
+def enforces(row: SentenceRow, test: HiddenTest) -> bool:
+    """Whether the row names this hidden test: by its function's name, in a part where the sentence lives (a name
+    may be a test of another part too). A rule of every test of a part names no test."""
+    return test.name in row.tests and test.part in parts_of(row.where)
+
+
+def problems(rows: list[SentenceRow], handout: list[tuple[str, str]], tests: list[HiddenTest]) -> list[str]:
+    """Every disagreement of the sentence table with the handout, the suite and the zoo."""
     found = []
     listed = [(row.where, row.sentence) for row in rows]
     found += [f"{where}: {sentence!r} has no row (add what enforces it)" for where, sentence in handout
@@ -122,9 +172,12 @@ def problems(rows: list[SentenceRow], handout: list[tuple[str, str]], tests: lis
               if (where, sentence) not in handout]
     found += [f"{where}: {sentence!r} has two rows" for index, (where, sentence) in enumerate(listed)
               if (where, sentence) in listed[:index]]
+    found += [f"{test.test}: no sentence names it: add `{test.name}` to the 'enforced by' cell of each sentence of "
+              f"Part {test.part} it enforces (grading_tests/{CONTRACT.name}), then `{WRITE_VIEW}`"
+              for test in tests if not any(enforces(row, test) for row in rows)]
     parts_of_test: dict[str, set[int]] = {}   # a test's name -> the parts of the files that hold one by that name
     for test in tests:
-        parts_of_test.setdefault(test.test.split("::")[1], set()).add(test.part)
+        parts_of_test.setdefault(test.name, set()).add(test.part)
     bugs = {bug.name: bug.part for bug in fresh(BUGS)}
     for row in rows:
         label, parts = f"{row.where}: {row.sentence[:60]!r}", parts_of(row.where)
@@ -149,12 +202,6 @@ def problems(rows: list[SentenceRow], handout: list[tuple[str, str]], tests: lis
                 found.append(f"{label}: no bug named {bug} in the zoo")
             elif bugs[bug] not in parts:
                 found.append(f"{label}: the bug {bug} lives in Part {bugs[bug]}, not where the sentence lives")
-    for test_row in forward:   # the forward table's test -> sentence, found again in reverse
-        name = test_row.test.split("::")[1]
-        if not any(row.where == test_row.where and ct._flat(test_row.sentence) in row.sentence and name in row.tests
-                   for row in rows):
-            found.append(f"{test_row.test} enforces {test_row.sentence[:60]!r} (forward table), "
-                         f"but no sentence row holding it lists the test")
     return found
 
 
@@ -176,19 +223,26 @@ def render(rows: list[SentenceRow]) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    """Print the table for today's handout: kept rows as they are; new sentences with the forward table's tests."""
-    kept = {(row.where, row.sentence): row for row in table_rows()}
-    forward = ct.table_rows()
-    fresh_rows = []
-    for where, sentence in sentences():
+def today(rows: list[SentenceRow], handout: list[tuple[str, str]]) -> list[SentenceRow]:
+    """The table for today's handout: a kept sentence keeps its row; a reworded one takes the cells of the row, gone
+    from the handout, of the most alike sentence of its docstring (more than half alike); a new one, empty cells."""
+    kept = {(row.where, row.sentence): row for row in rows}
+    gone = [row for row in rows if (row.where, row.sentence) not in handout]
+    fresh = []
+    for where, sentence in handout:
         if (where, sentence) in kept:
-            fresh_rows.append(kept[(where, sentence)])
+            fresh.append(kept[(where, sentence)])
             continue
-        tests = tuple(dict.fromkeys(r.test.split("::")[1] for r in forward
-                                    if r.where == where and ct._flat(r.sentence) in sentence))
-        fresh_rows.append(SentenceRow(where, sentence, tests, "", ()))
-    print(render(fresh_rows))
+        alike = max(((difflib.SequenceMatcher(None, row.sentence, sentence).ratio(), index)
+                     for index, row in enumerate(gone) if row.where == where), default=(0.0, -1))
+        old = gone.pop(alike[1]) if alike[0] > 0.5 else SentenceRow(where, sentence, (), "", ())
+        fresh.append(dataclasses.replace(old, sentence=sentence))
+    return fresh
+
+
+def main() -> int:
+    """Print the table for today's handout (today()), for pasting after a docstring changed."""
+    print(render(today(table_rows(), sentences())))
     return 0
 
 

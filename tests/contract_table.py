@@ -1,144 +1,58 @@
-"""The traceability table of the hidden suite (grading_tests/CONTRACT.md), read and checked.
+"""The per-test view of the contract map (grading_tests/CONTRACT.md): each hidden test -> the sentences it enforces.
 
-Each hidden test function has one row: the test, the graded name whose docstring holds the sentence
-it enforces, and that sentence. Nothing the suite or the spec decides is restated (a test's part is its
-marker's, its points the spec's), so re-weighting a part leaves the table as it is. `problems()` lists
-every way the table, the suite and the handout disagree; tests/test_contract.py asserts there are none.
-`python -m tests.contract_table` prints a row to fill in for each hidden test that has none.
+Derived, never written by hand: the links live once, in the map's sentence table (tests/contract_sentences.py),
+and this view is that table read the other way round, for each hidden test in the suite's order, between the
+markers below. tests/test_contract.py fails when the view is not what the table derives, and
+
+    python -m tests.contract_table --write      rewrites it (after a test's name was added to a sentence's row)
+    python -m tests.contract_table              prints it
 """
 from __future__ import annotations
 
-import ast
-import contextlib
-import io
-import re
 import sys
-from dataclasses import dataclass
 
-import pytest
+from tests import contract_sentences as cs
 
-from autograder.stubs import GRADED_MODULES
-from grader.paths import REPO, STUDENT_DIR
-
-CONTRACT = REPO / "grading_tests" / "CONTRACT.md"
-HEADER = "| hidden test | handout | sentence it enforces |"
-ROW = re.compile(r"^\| `(?P<test>[\w.]+::\w+)` \| `(?P<where>[\w.?]+)` \| (?P<sentence>.*) \|$")
+BEGIN = f"<!-- BEGIN PER-TEST VIEW: derived from the sentence table below by `{cs.WRITE_VIEW}` -->"
+END = "<!-- END PER-TEST VIEW -->"
+HEADER = "| hidden test | handout | the sentences it enforces |"
 
 
-@dataclass(frozen=True)
-class Row:
-    test: str          # "test_part1_scaling.py::test_name"
-    where: str         # "scaling.scaled_scores", "multihead.MultiHeadAttention.forward", or a module
-    sentence: str
-
-
-@dataclass(frozen=True)
-class HiddenTest:
-    test: str
-    part: int
-
-
-def table_rows(text: str | None = None) -> list[Row]:
-    text = CONTRACT.read_text() if text is None else text
-    rows = []
-    for line in text.splitlines():
-        match = ROW.match(line.strip())
-        if match:
-            rows.append(Row(match["test"], match["where"], match["sentence"].strip()))
-    return rows
-
-
-class _Collector:
-    """pytest plugin: the hidden suite's items, collected only (nothing runs)."""
-
-    def __init__(self):
-        self.items = []
-
-    def pytest_collection_modifyitems(self, items):
-        self.items = list(items)
-
-
-def hidden_tests() -> list[HiddenTest]:
-    """Every hidden test function (its parametrizations together) with its part."""
-    collector = _Collector()
-    with contextlib.redirect_stdout(io.StringIO()):   # pytest's own lines are not the caller's output
-        code = pytest.main([str(REPO / "grading_tests"), "--collect-only", "-qq", "-p", "no:cacheprovider",
-                            f"--rootdir={REPO}", "-o", "addopts="], plugins=[collector])
-    if code != 0:
-        raise RuntimeError(f"collecting grading_tests failed (pytest exit {code}): run "
-                           f"`python -m pytest grading_tests --collect-only` to see why")
-    found: dict[str, HiddenTest] = {}
-    for item in collector.items:
-        name = f"{item.path.name}::{item.originalname}"
-        found.setdefault(name, HiddenTest(name, item.get_closest_marker("part").args[0]))
-    return list(found.values())
-
-
-def docstrings() -> dict[str, str]:
-    """'module', 'module.function', 'module.Class', 'module.Class.method' -> its docstring in student/,
-    whitespace collapsed."""
-    found = {}
-    for file_name in GRADED_MODULES:
-        module = file_name.removesuffix(".py")
-        tree = ast.parse((STUDENT_DIR / file_name).read_text())
-        found[module] = _flat(ast.get_docstring(tree))
-
-        def visit(node, prefix):
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, (ast.FunctionDef, ast.ClassDef)):
-                    found[prefix + child.name] = _flat(ast.get_docstring(child))
-                    visit(child, prefix + child.name + ".")
-
-        visit(tree, module + ".")
-    return found
-
-
-def _flat(text: str | None) -> str:
-    return " ".join((text or "").split())
-
-
-def problems(rows: list[Row], tests: list[HiddenTest], texts: dict[str, str]) -> list[str]:
-    """Every disagreement between the table, the suite and the handout's docstrings."""
-    found = []
-    by_test = {}
-    for row in rows:
-        if row.test in by_test:
-            found.append(f"{row.test}: listed twice")
-        by_test[row.test] = row
-    known = {test.test for test in tests}
-    for test in tests:
-        row = by_test.get(test.test)
-        if row is None or not row.sentence:
-            found.append(f"{test.test}: names no sentence of the handout (add its row to grading_tests/"
-                         f"{CONTRACT.name}: `python -m tests.contract_table` prints it to fill in)")
-    for row in rows:
-        if row.test not in known:
-            found.append(f"{row.test}: listed, but no such hidden test")
-        if row.where not in texts:
-            found.append(f"{row.test}: {row.where} is not a graded name of student/")
-        elif _flat(row.sentence) not in texts[row.where]:
-            found.append(f"{row.test}: the docstring of {row.where} does not say {row.sentence!r}")
-    return found
-
-
-def render(rows: list[Row]) -> str:
+def view(rows: list[cs.SentenceRow], tests: list[cs.HiddenTest]) -> str:
+    """One line per hidden test and graded name whose sentences it enforces (a test no row names has none)."""
     lines = [HEADER, "|---|---|---|"]
-    lines += [f"| `{r.test}` | `{r.where}` | {r.sentence} |" for r in rows]
+    for test in tests:
+        named = [row for row in rows if cs.enforces(row, test)]
+        for where in dict.fromkeys(row.where for row in named):
+            sentences = " ".join(row.sentence for row in named if row.where == where)
+            lines.append(f"| `{test.test}` | `{where}` | {sentences} |")
     return "\n".join(lines)
 
 
-def main() -> int:
-    """Print a row to fill in (the graded name, the sentence) for every hidden test the table lacks."""
-    listed = {row.test for row in table_rows()}
-    missing = [Row(t.test, "module.name", "the sentence of its docstring it enforces") for t in hidden_tests()
-               if t.test not in listed]
-    if not missing:
-        print(f"every hidden test has its row in grading_tests/{CONTRACT.name}")
-        return 0
-    print(f"Add to the first table of grading_tests/{CONTRACT.name}, each with the graded name and the sentence "
-          f"it enforces:\n")
-    print("\n".join(render(missing).splitlines()[2:]))
-    return 1
+def with_view(text: str, rows: list[cs.SentenceRow], tests: list[cs.HiddenTest]) -> str:
+    """The map's text with the region between the markers replaced by the view its sentence table derives."""
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"grading_tests/{cs.CONTRACT.name} has no {BEGIN!r} ... {END!r} region for the per-test view")
+    return text[:start] + BEGIN + "\n" + view(rows, tests) + "\n" + text[end:]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv not in ([], ["--write"]):
+        print(f"usage: python -m tests.contract_table [--write]   (--write: into grading_tests/{cs.CONTRACT.name})",
+              file=sys.stderr)
+        return 2
+    text = cs.CONTRACT.read_text()
+    derived = with_view(text, cs.table_rows(text), cs.hidden_tests())
+    if not argv:
+        print(derived[derived.index(BEGIN) + len(BEGIN):derived.index(END)].strip())
+    elif derived != text:
+        cs.CONTRACT.write_text(derived)
+        print(f"rewrote the per-test view of grading_tests/{cs.CONTRACT.name}")
+    else:
+        print(f"the per-test view of grading_tests/{cs.CONTRACT.name} is up to date")
+    return 0
 
 
 if __name__ == "__main__":

@@ -24,10 +24,15 @@ def repository_copy(dest: pathlib.Path) -> pathlib.Path:
     return dest
 
 
+def python(copy: pathlib.Path, *args: str, timeout: float = SAFETY_NET_S) -> subprocess.CompletedProcess:
+    """`python ARGS` in the copy (its own packages, not this checkout's)."""
+    return subprocess.run([sys.executable, *args], cwd=copy, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+
+
 def command(copy: pathlib.Path, *args: str, timeout: float = SAFETY_NET_S) -> subprocess.CompletedProcess:
-    """`python -m autograder ARGS` in the copy (its own packages, not this checkout's)."""
-    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=copy, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    """`python -m autograder ARGS` in the copy."""
+    return python(copy, "-m", "autograder", *args, timeout=timeout)
 
 
 def edit(copy: pathlib.Path, name: str, old: str, new: str) -> None:

@@ -1,7 +1,7 @@
-"""The traceability tables (grading_tests/CONTRACT.md): every hidden test names the handout sentence it
-enforces, every named sentence is in the student docstrings, and the points are the suite's; the other way
-round, every sentence of the handout has a row saying which tests enforce it, in its part, and which bugs of the
-zoo break it, and each of those bugs, graded by the engine, fails one of those tests."""
+"""The contract map (grading_tests/CONTRACT.md): every sentence of the handout has a row saying which tests enforce
+it, in its part, and which bugs of the zoo break it, and each of those bugs, graded by the engine, fails one of those
+tests; every hidden test is named in the row of a sentence it enforces; the per-test view is what that table
+derives (the links are written once)."""
 import dataclasses
 
 import pytest
@@ -11,47 +11,65 @@ from tests import contract_sentences as cs
 from tests import contract_table as ct
 
 
-def test_every_hidden_test_enforces_a_sentence_of_the_handout():
-    assert ct.problems(ct.table_rows(), ct.hidden_tests(), ct.docstrings()) == []
+@pytest.fixture(scope="module")
+def hidden():
+    """The hidden suite's tests, collected once for the module."""
+    return cs.hidden_tests()
 
 
-def test_the_check_catches_a_missing_row_a_sentence_not_in_the_handout_and_a_name_not_graded():
-    rows, tests, texts = ct.table_rows(), ct.hidden_tests(), ct.docstrings()
-    first, second, third = rows[:3]
-    planted = [dataclasses.replace(second, sentence="scores are clipped to [-5, 5] before the softmax"),
-               dataclasses.replace(third, where="scaling.scaled_scores_v2"), *rows[3:]]
-    found = ct.problems(planted, tests, texts)
-    assert any(first.test in p and "names no sentence" in p and "python -m tests.contract_table" in p
-               for p in found), found
-    assert any(second.test in p and "does not say" in p for p in found), found
-    assert any(third.test in p and "not a graded name" in p for p in found), found
-    ghost = dataclasses.replace(first, test="test_part1_scaling.py::test_that_does_not_exist")
-    assert any("no such hidden test" in p for p in ct.problems([*rows, ghost], tests, texts))
+def test_every_sentence_has_a_test_in_its_part_and_a_bug_and_every_hidden_test_a_sentence(hidden):
+    assert cs.problems(cs.table_rows(), cs.sentences(), hidden) == []
 
 
-def test_the_tables_parse_every_row_of_the_file():
-    lines = [line for line in ct.CONTRACT.read_text().splitlines() if line.startswith("| `")]
-    assert len(lines) == len(ct.table_rows()) + len(cs.table_rows())
-    assert len(ct.table_rows()) > 80 and len(cs.table_rows()) == len(cs.sentences()) > 80
+def test_the_per_test_view_is_what_the_sentence_table_derives(hidden):
+    text = cs.CONTRACT.read_text()
+    assert ct.with_view(text, cs.table_rows(text), hidden) == text, f"run `{cs.WRITE_VIEW}`"
 
 
-def test_every_sentence_of_the_handout_has_a_test_in_its_part_and_a_bug_that_breaks_it():
-    assert cs.problems(cs.table_rows(), cs.sentences(), ct.hidden_tests(), ct.table_rows()) == []
+def test_the_table_parses_every_row_of_the_file_and_the_view_lists_every_hidden_test(hidden):
+    text = cs.CONTRACT.read_text()
+    view = text[text.index(ct.BEGIN):text.index(ct.END)]
+    lines = [line for line in text.splitlines() if line.startswith("| `")]
+    assert len(lines) == len(cs.table_rows()) + view.count("\n| `")
+    assert len(cs.table_rows()) == len(cs.sentences()) > 80
+    assert all(f"| `{test.test}` |" in view for test in hidden) and len(hidden) > 80
 
 
-def test_the_sentence_check_catches_a_missing_row_a_test_of_another_part_and_a_sentence_no_bug_breaks():
-    rows, handout, tests, forward = cs.table_rows(), cs.sentences(), ct.hidden_tests(), ct.table_rows()
+def test_the_check_catches_a_missing_row_a_test_of_another_part_a_sentence_no_bug_breaks_and_an_unnamed_test(hidden):
+    rows, handout = cs.table_rows(), cs.sentences()
     graded = [row for row in rows if not row.why_not and not any(cs.EVERY_TEST.match(t) for t in row.tests)]
     first, second, third = graded[0], graded[1], graded[-1]
     planted = [row for row in rows if row not in (first, second, third)]
     planted += [dataclasses.replace(second, tests=(*second.tests, "test_fused_agrees_with_float64_math")),
                 dataclasses.replace(third, bugs=())]
-    found = cs.problems(planted, handout, tests, forward)
+    found = cs.problems(planted, handout, hidden)
     assert any(first.sentence in p and "has no row" in p for p in found), found
     assert any(second.sentence[:60] in p and "not where the sentence lives" in p for p in found), found
     assert any(third.sentence[:60] in p and "no bug of the zoo breaks it" in p for p in found), found
     explained = dataclasses.replace(third, tests=(), why_not="")
-    assert any("no test enforces it" in p for p in cs.problems([*planted[:-1], explained], handout, tests, forward))
+    assert any("no test enforces it" in p for p in cs.problems([*planted[:-1], explained], handout, hidden))
+    # A hidden test named in no row: its sentence's row is where to name it, and the view is then rewritten.
+    lone = next(test for test in hidden if sum(cs.enforces(row, test) for row in rows) == 1)
+    unnamed = [dataclasses.replace(row, tests=tuple(t for t in row.tests if t != lone.name))
+               if cs.enforces(row, lone) else row for row in rows]
+    assert [p for p in cs.problems(unnamed, handout, hidden) if lone.test in p] == [
+        f"{lone.test}: no sentence names it: add `{lone.name}` to the 'enforced by' cell of each sentence of "
+        f"Part {lone.part} it enforces (grading_tests/{cs.CONTRACT.name}), then `{cs.WRITE_VIEW}`"]
+    text = cs.CONTRACT.read_text()
+    assert ct.with_view(text, unnamed, hidden) != text   # the view, left as it was, is found stale
+
+
+def test_a_reworded_sentence_keeps_its_row_and_a_new_one_gets_empty_cells():
+    rows, handout = cs.table_rows(), cs.sentences()
+    graded = next(row for row in rows if row.where == "heads.split_heads" and row.bugs and len(row.sentence) > 60)
+    reworded = graded.sentence.replace(" of every token", " of each token")
+    assert reworded != graded.sentence
+    new = ("heads.split_heads", "A sentence no docstring holds (yet).")
+    index = handout.index((graded.where, graded.sentence))
+    today = cs.today(rows, [*handout[:index], (graded.where, reworded), new, *handout[index + 1:]])
+    assert today[index] == dataclasses.replace(graded, sentence=reworded)
+    assert today[index + 1] == cs.SentenceRow(*new, (), "", ())
+    assert cs.today(rows, handout) == rows
 
 
 @pytest.mark.slow

@@ -4,7 +4,8 @@
 Recipes that can share a copy do (rewording a docstring, re-weighting two parts, a hidden test for Part 3, Part
 1's results shown at once, Gradescope's per-call timeout in both its forms, renaming a graded function): each is
 applied and checked by its own test, and the self-check runs once on the copy holding them all, as do the copy's own
-tests of the contract map. Dropping Part 6 gets a copy of its own.
+tests of the contract map. Dropping Part 6 gets a copy of its own, and so does the contract map's part of adding a
+test and rewording a docstring, which grades nothing (seconds, where the shared copy's self-check takes minutes).
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from autograder.otter import harness
 from autograder.samples import write_submission
 from grader.paths import REPO
 from tests.patience import SAFETY_NET_S
-from tests.repository_copy import append, command, edit, part_table, repository_copy, results_of, selfcheck
+from tests.repository_copy import append, command, edit, part_table, python, repository_copy, results_of, selfcheck
 
 SLOW_FIXTURES = {"recipes"}   # tests.conftest marks the tests that use it slow
 
@@ -45,14 +46,35 @@ def test_split_heads_of_a_single_token(student):
 
 
 CONTRACT = "grading_tests/CONTRACT.md"
-VALUES_ROW = ("| `test_part3_heads.py::test_split_heads_values` | `heads.split_heads` | where head h holds features "
-              "h*D ... (h+1)*D - 1 of every token: out[b, h, l, d] == x[b, l, h*D + d]. |\n")
-NEW_TEST_ROW = VALUES_ROW.replace("test_split_heads_values", "test_split_heads_of_a_single_token")
+# The row of the sentence the new test enforces (its tests, then its bugs), and the end of the row of the sentence
+# the reworded docstring's new one follows.
 SENTENCE_TESTS = ("`test_split_heads_values`, `test_head_h_holds_features_h_times_d_onwards` | "
-                  "`split-without-transpose`")   # the tests of the sentence NEW_TEST_ROW names
-SENTENCE_ROW_END = "`split-without-transpose`, `split-interleaved` |"   # of the row of the sentence ANCHOR ends
+                  "`split-without-transpose`")
+SENTENCE_ROW_END = "`split-without-transpose`, `split-interleaved` |"
 NEW_SENTENCE_ROW = ("\n| `heads.split_heads` | The result may be a view of x (no copy is needed). "
                     "| not graded: a freedom |  |")
+
+
+def reword_a_docstring(copy: pathlib.Path) -> None:
+    edit(copy, "assignment/reference/heads.py", ANCHOR, ANCHOR + SENTENCE)
+
+
+def add_a_hidden_test(copy: pathlib.Path) -> None:
+    append(copy, "grading_tests/test_part3_heads.py", NEW_TEST)
+
+
+def map_the_new_test_and_sentence(copy: pathlib.Path) -> subprocess.CompletedProcess:
+    """The two recipes' steps in the contract map, as docs/instructors.md says: the new test's name in the row of the
+    sentence it enforces (its one link), a row for the new sentence, then the per-test view derived again."""
+    edit(copy, CONTRACT, SENTENCE_TESTS, SENTENCE_TESTS.replace(" | ", ", `test_split_heads_of_a_single_token` | "))
+    edit(copy, CONTRACT, SENTENCE_ROW_END, SENTENCE_ROW_END + NEW_SENTENCE_ROW)
+    return python(copy, "-m", "tests.contract_table", "--write")
+
+
+def contract_tests(copy: pathlib.Path) -> subprocess.CompletedProcess:
+    """The copy's own tests of the contract map (the quick ones: the zoo is graded by the project's run)."""
+    return python(copy, "-m", "pytest", "tests/test_contract.py", "-m", "not slow", "-q", "-p", "no:cacheprovider",
+                  "-o", "addopts=")
 
 
 # The function the rename recipe renames: read from the spec, so that the recipe still runs in a checkout an
@@ -76,17 +98,14 @@ def recipes(tmp_path_factory) -> Recipes:
     copy = repository_copy(tmp_path_factory.mktemp("recipes") / "repo")
     spec = "assignment/assignment.toml"
     # Reword a docstring: a build before `generate` is refused.
-    edit(copy, "assignment/reference/heads.py", ANCHOR, ANCHOR + SENTENCE)
+    reword_a_docstring(copy)
     refused = command(copy, "build", "--out", str(copy.parent / "too-soon"), timeout=SAFETY_NET_S)
     # Change two parts' points.
     edit(copy, spec, part_table(copy, 1), part_table(copy, 1).replace("points = 10", "points = 15"))
     edit(copy, spec, part_table(copy, 2), part_table(copy, 2).replace("points = 30", "points = 25"))
-    # Add a hidden test to Part 3, with its rows in the contract map (the sentence it enforces, and that sentence's
-    # tests), and the reworded docstring's new sentence its row there, as docs/instructors.md says.
-    append(copy, "grading_tests/test_part3_heads.py", NEW_TEST)
-    edit(copy, CONTRACT, VALUES_ROW, VALUES_ROW + NEW_TEST_ROW)
-    edit(copy, CONTRACT, SENTENCE_TESTS, SENTENCE_TESTS.replace(" | ", ", `test_split_heads_of_a_single_token` | "))
-    edit(copy, CONTRACT, SENTENCE_ROW_END, SENTENCE_ROW_END + NEW_SENTENCE_ROW)
+    # Add a hidden test to Part 3; map it, and the reworded docstring's new sentence, in the contract map.
+    add_a_hidden_test(copy)
+    assert map_the_new_test_and_sentence(copy).returncode == 0
     # Show Part 1's tests at once.
     edit(copy, spec, part_table(copy, 1), part_table(copy, 1) + 'visibility = "visible"\n')
     # Set Gradescope's per-call timeout.
@@ -106,13 +125,33 @@ def test_recipes_leave_a_copy_whose_selfcheck_passes(recipes):
 
 
 def test_recipes_leave_the_projects_contract_map_green(recipes):
-    """Re-weighting touches no row of grading_tests/CONTRACT.md; a new test and a new sentence need the rows the
-    recipe adds: the copy's own tests of the map pass."""
-    copy = recipes.copy
-    proc = subprocess.run([sys.executable, "-m", "pytest", "tests/test_contract.py", "-m", "not slow", "-q",
-                           "-p", "no:cacheprovider", "-o", "addopts="], cwd=copy, capture_output=True, text=True,
-                          timeout=SAFETY_NET_S, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    """Re-weighting and renaming touch no row of grading_tests/CONTRACT.md by hand (the rename rewrites the names in
+    it); a new test and a new sentence need the rows the recipes add: the copy's own tests of the map pass."""
+    proc = contract_tests(recipes.copy)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_new_test_and_a_new_sentence_are_mapped_in_seconds(tmp_path):
+    """The contract map's part of adding a hidden test and rewording a docstring, on a copy of its own and grading
+    nothing: the new test is collected and passes on the reference, one edit links it (the per-test view is derived
+    from it), and the copy's tests of the map pass."""
+    copy = repository_copy(tmp_path / "repo")
+    reword_a_docstring(copy)
+    add_a_hidden_test(copy)
+    assert command(copy, "generate").returncode == 0
+    written = map_the_new_test_and_sentence(copy)
+    assert written.returncode == 0 and "rewrote the per-test view" in written.stdout, written.stdout + written.stderr
+    assert "| `test_part3_heads.py::test_split_heads_of_a_single_token` | `heads.split_heads` | " \
+           in (copy / CONTRACT).read_text()
+    checked = contract_tests(copy)
+    assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-2000:]
+    reference = str(tmp_path / "reference")
+    written = python(copy, "-c", f"from autograder.samples import write_submission; write_submission({reference!r})")
+    assert written.returncode == 0, written.stderr
+    graded = python(copy, "-m", "pytest", "grading_tests/test_part3_heads.py", "--submission", reference,
+                    "-k", "test_split_heads_of_a_single_token", "-q", "-p", "no:cacheprovider")
+    assert graded.returncode == 0 and "1 passed" in graded.stdout, graded.stdout[-3000:] + graded.stderr[-2000:]
 
 
 def test_recipe_change_two_parts_points(recipes):
