@@ -306,7 +306,7 @@ def test_a_graded_submission_the_report_could_not_read_is_an_error_line(tmp_path
     (tmp_path / "class" / "junk.zip").write_bytes(b"not a zip")
     found = submissions.discover([tmp_path / "class"])
     shutil.rmtree(tmp_path / "class" / "gone")
-    rows = [Row("error" if s.name == "junk" else "graded", s.name, source=s.source) for s in found]
+    rows = [Row(status="error" if s.name == "junk" else "graded", submission=s.name, source=s.source) for s in found]
     out = tmp_path / "out"
     out.mkdir()
     run = Run(rows, "", found, {s.source: s.name for s in found})

@@ -239,12 +239,10 @@ def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier
 
     def record(submission, outcome: Outcome):
         attempts = gradebook.attempts_before(out, submission.slug) + 1 if outcome.engine_failure else 1
-        row = gradebook.row_from_outcome(submission, outcome, note, attempts)
-        row.content = (contents or {}).get(submission.source)
-        row.graded_with = suite
-        row.environment = environment.describe(gpu_run=bool(gpus))   # read once a run (cached): no torch import
-        if (again or {}).get(submission.source):
-            row.message = "; ".join(filter(None, [again[submission.source], row.message]))
+        row = gradebook.row_from_outcome(
+            submission, outcome, note, attempts, content=(contents or {}).get(submission.source), graded_with=suite,
+            environment=environment.describe(gpu_run=bool(gpus)),   # read once a run (cached): no torch import
+            again=(again or {}).get(submission.source, ""))
         gradebook.write_result(out, row, gradebook.results_document(outcome, row))
         rows.append(row)
         if gradebook_too:
