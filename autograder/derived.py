@@ -1,4 +1,4 @@
-"""Every file the spec (assignment/assignment.toml) and the reference derive, written or checked.
+"""Every file the spec (assignment/assignment.toml), the reference and the code's tables derive, written or checked.
 
     python -m autograder generate          rewrite the derived files after editing the spec or the reference
 
@@ -10,6 +10,8 @@ and the self-check refuse any that drifted from what this module writes:
     student/<module>.py                  the stubs (autograder/stubs.py)
     handout/README.md                    its table of parts, between the PARTS TABLE markers
     assignment/notebook/attention.ipynb  the same table in its first cell, between the same markers
+    docs/design.md                       the table of kernel layers (grader/contain/isolation.py's TABLE), between
+                                         the LAYERS TABLE markers
 """
 from __future__ import annotations
 
@@ -20,11 +22,16 @@ import sys
 from assignment.spec import SPEC, Spec
 from autograder.otter.image import DISTRIBUTIONS
 from autograder.stubs import generated_stubs
+from grader.contain.isolation import TABLE as LAYERS
 from grader.paths import MASTER_NOTEBOOK, REPO, STUDENT_DIR
 
 HANDOUT_README = REPO / "handout" / "README.md"
 TABLE_BEGIN = "<!-- BEGIN PARTS TABLE: generated from assignment/assignment.toml by `python -m autograder generate` -->"
 TABLE_END = "<!-- END PARTS TABLE -->"
+DESIGN = REPO / "docs" / "design.md"
+LAYERS_BEGIN = ("<!-- BEGIN LAYERS TABLE: generated from grader/contain/isolation.py's TABLE by "
+                "`python -m autograder generate` -->")
+LAYERS_END = "<!-- END LAYERS TABLE -->"
 COMMAND = "python -m autograder generate"
 
 
@@ -129,10 +136,21 @@ def parts_table(spec: Spec = SPEC) -> str:
 
 def with_table(text: str, where: str, spec: Spec = SPEC) -> str:
     """text with the region between the PARTS TABLE markers replaced by the spec's table."""
-    start, end = text.find(TABLE_BEGIN), text.find(TABLE_END)
-    if start < 0 or end < start:
-        raise ValueError(f"{where} has no {TABLE_BEGIN!r} ... {TABLE_END!r} region for the table of parts")
-    return text[:start] + TABLE_BEGIN + "\n" + parts_table(spec) + "\n" + text[end:]
+    return _between(text, where, TABLE_BEGIN, TABLE_END, parts_table(spec), "the table of parts")
+
+
+def layers_table() -> str:
+    """The table of kernel layers and what each stops (docs/design.md)."""
+    return "\n".join(["| layer | what it stops |", "|---|---|",
+                      *(f"| `{layer.name}` | {layer.stops} |" for layer in LAYERS)])
+
+
+def _between(text: str, where: str, begin: str, end: str, body: str, what: str) -> str:
+    """text with the region between the markers begin and end replaced by body."""
+    start, stop = text.find(begin), text.find(end)
+    if start < 0 or stop < start:
+        raise ValueError(f"{where} has no {begin!r} ... {end!r} region for {what}")
+    return text[:start] + begin + "\n" + body + "\n" + text[stop:]
 
 
 def notebook_source(text: str, spec: Spec = SPEC) -> str:
@@ -154,6 +172,8 @@ def derived_files(spec: Spec = SPEC) -> dict[pathlib.Path, str]:
     files.update({STUDENT_DIR / name: text for name, text in generated_stubs(spec).items()})
     files[HANDOUT_README] = with_table(HANDOUT_README.read_text(), "handout/README.md", spec)
     files[MASTER_NOTEBOOK] = notebook_source(MASTER_NOTEBOOK.read_text(), spec)
+    files[DESIGN] = _between(DESIGN.read_text(), "docs/design.md", LAYERS_BEGIN, LAYERS_END, layers_table(),
+                             "the table of kernel layers")
     return files
 
 
@@ -164,8 +184,8 @@ def stale(spec: Spec = SPEC) -> list[str]:
 
 
 def stale_message(paths: list[str]) -> str:
-    return (f"{', '.join(paths)} no longer match(es) assignment/assignment.toml and assignment/reference/: "
-            f"run `{COMMAND}`")
+    return (f"{', '.join(paths)} no longer match(es) assignment/assignment.toml, assignment/reference/ and the "
+            f"code's tables: run `{COMMAND}`")
 
 
 def write(spec: Spec = SPEC) -> list[str]:

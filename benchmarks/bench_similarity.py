@@ -1,7 +1,7 @@
 """How long the class's similarity report takes: python benchmarks/bench_similarity.py [--size 100 200 400 800]
 [--write-docs]
 
-Builds a generated class of each size (autograder/cohort: the zoo, the independent hands, disguised copies) and
+Builds a generated class of each size (tests/cohort: the zoo, the independent hands, disguised copies) and
 times similarity.write on it (unpacking every submission, fingerprinting, comparing every pair, writing
 similarity.csv and .html), as the batch command runs it after grading. The zoo's samples are all edits of one
 reference, so most pairs here are near-copies: the slow case.
@@ -31,9 +31,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import figures  # beside this file
 from cpu_accounting import own_and_children_seconds  # beside this file: its pool's workers are waited-for children
 
-from autograder import cohort
 from autograder.reports import similarity
 from grader.run import submissions
+from tests import cohort
 
 SIZES = (100, 200, 400, 800)
 PROJECTED = 2000   # a large course: what its report costs, extrapolated

@@ -2,7 +2,7 @@
 
     python benchmarks/class_check.py [--size 200] [--workers 2] [--work DIR]
 
-Builds a class (autograder/cohort: every zoo bug and variant, the independent hands, disguised copies) as a
+Builds a class (tests/cohort: every zoo bug and variant, the independent hands, disguised copies) as a
 Gradescope export, then, as a grader runs them:
 1. grade it with --repeat 2: every bug loses points in its part and every correct member scores 100
    (grades.csv), tests.csv counts the same failures, every disguised copy is flagged with its original and no
@@ -30,9 +30,9 @@ import time
 REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autograder import cohort  # noqa: E402
 from grader.run import changes, gradebook  # noqa: E402
 from grader.scoring import PART_POINTS  # noqa: E402
+from tests import cohort  # noqa: E402
 
 DUE = "2026-11-20T23:59:00+00:00"
 CHANGED_TEST = "grading_tests/test_part2_masking.py"

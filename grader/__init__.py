@@ -43,28 +43,12 @@ Processes (the shape of a zygote sandbox: a warm template, forked, locked down b
   the suite's second opinions (start_afresh). The sandbox a new one replaces is killed first: no two
   sandboxes of a submission run student code at the same time.
 
-Which layer stops what (contain/isolation.py says how each is applied):
+Which kernel layer stops what, and what stands in for a missing one, is contain/isolation.py's TABLE (docs/design.md
+shows it). What else stops an attack:
 
     attack                                         stopped by
-    reading the hidden tests, any other copy of    landlock (read: Python, system libraries, the
-      them, other submissions, the grader's out/     submission; write: its scratch); uid as root
-    writing outside its scratch folder             landlock; uid; a read-only bind of the submission;
-                                                     where none holds, seccomp refuses every write
-    scratch files, /tmp, /dev/shm, /run/lock       mnt: one bounded private tmpfs, gone with the box;
-      litter that outlives it or fills memory        without it the worker measures what the box holds on
-      or the disk                                    disk (contain/disk.py) and stops it at the same limit
-    System V / POSIX IPC that outlives it or       ipc: its own namespace, small limits, gone with it;
-      fills the system-wide tables                   without it seccomp refuses them
-    processes that outlive it (setsid, forks)      pid: the box's init ends, the kernel kills the
-                                                     rest; else kill(-1) as its uid; else the
-                                                     worker's subreaper sweep
-    signals to the grader or other boxes           pid (it sees none); uid; landlock scope (ABI 6);
-                                                     seccomp: only to itself and its own group
-    tracing or reading other processes' memory     seccomp (ptrace, process_vm_readv/writev refused)
-    network                                        net (no interface); landlock denies TCP (ABI 4);
-                                                     without net seccomp refuses new sockets
-    memory held by its processes together          memory: a cgroup per box (contain/memcg.py), the whole box
-                                                     stopped at the limit, its peak in the row
+    processes that outlive it, where pid is        kill(-1) as its uid; else the worker's subreaper sweep
+      missing
     CPU and wall time, memory, files, processes    contain/limits.py: CPU-time limits measured from outside,
                                                      a cap on load-free time (contain/load_free.py), rlimits,
                                                      the tmpfs bound

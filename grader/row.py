@@ -3,6 +3,10 @@ carries (extra_data.gradebook_row) so that a resumed run, the Gradescope runtime
 
     row = Row.from_json(document["extra_data"]["gradebook_row"])   # RowError for anything that is not a row
     row.to_json()                                                  # the flat object the results file holds
+    columns(), lines(row)                                          # grades.csv's header, and a row's lines
+
+A new column is a field here (and its sentence in docs/graders.md, whose list tests/test_row.py holds to
+columns()): the header is the fields in order, and a frozen row is built whole where it is graded.
 
 Its JSON is flat, as grades.csv is: part points as part1 ... partN, and "" where a number is unknown (an export's
 recorded score and lateness, the memory peak), which a CSV cell shows as empty. Every reader goes through
@@ -15,10 +19,11 @@ import re
 import typing
 from dataclasses import dataclass, field
 
-from grader.scoring import STATUSES
+from grader.scoring import PART_POINTS, STATUSES
 from grader.submitter import Submitter
 
 PART_KEY = re.compile(r"part(\d+)")
+PART_COLUMNS = tuple(f"part{number}" for number in PART_POINTS)
 # Numbers that may be unknown: None here, "" in the JSON and the CSV.
 OPTIONAL_NUMBERS = ("gradescope_score", "late", "peak_memory_mib")
 
@@ -27,31 +32,46 @@ class RowError(ValueError):
     """The object is not a gradebook row (damaged, foreign, or from an older engine)."""
 
 
-@dataclass
+SUBMITTER_FIELDS = tuple(item.name for item in dataclasses.fields(Submitter))
+
+
+def _cells(*names: str) -> dict:
+    """A field grades.csv shows as these columns rather than under its own name."""
+    return {"cells": names}
+
+
+HIDDEN = {"cells": ()}   # a field of the results file only: the engine's bookkeeping, no column of grades.csv
+
+
+@dataclass(frozen=True, kw_only=True)
 class Row:
-    status: str                                    # one of STATUSES
+    """Built complete, never changed (dataclasses.replace makes a changed copy). Its fields in order are grades.csv's
+    columns (columns()), then the results file's bookkeeping (HIDDEN)."""
+    submitters: list[Submitter] = field(default_factory=list, metadata=_cells(*SUBMITTER_FIELDS))
+    submission_id: str = field(default="", metadata=_cells("submission_id", "group"))   # Gradescope's, from an
+    #                                                  export; group: a group submission's members, on each one's line
     submission: str = ""                           # the submission's name: file, folder, or its students' names
     score: float = 0.0                             # the raw score: what the tests gave, before any policy
     max_score: float = 0.0
+    status: str                                    # one of STATUSES
     message: str = ""                              # one line, made safe for CSV and terminal
-    parts: dict[int, float] = field(default_factory=dict)   # part number -> points
-    submission_id: str = ""                        # Gradescope's, from an export
-    submitters: list[Submitter] = field(default_factory=list)
-    gradescope_score: float | None = None          # what Gradescope recorded (an export)
-    late: float | None = None                      # hours after the due date (0 on time; None: unknown)
-    late_penalty: float = 0.0                      # percent of the score the course's late policy deducted
-    grade: float = 0.0                             # the score after the late policy: the grade (gradebook.py)
+    parts: dict[int, float] = field(default_factory=dict, metadata=_cells(*PART_COLUMNS))   # part number -> points
     isolation: str = ""                            # which kernel layers held
     flags: str = ""                                # for the instructor, "; "-separated; never points
     peak_memory_mib: float | None = None           # the most one sandbox's processes held together
-    slug: str = ""                                 # its results file's name, results/<slug>.json
-    source: str = ""                               # the folder or zip it was read from (real path)
-    seconds: float = 0.0
-    engine_failure: bool = False                   # the engine's fault: graded again by the next run
-    attempts: int = 1                              # gradings that the engine failed, this one included
-    content: str | None = None                     # digest of what was graded (changes.py)
-    graded_with: str | None = None                 # digest of the suite and limits it was graded with
+    late: float | None = None                      # hours after the due date (0 on time; None: unknown)
+    late_penalty: float = 0.0                      # percent of the score the course's late policy deducted
+    grade: float = 0.0                             # the score after the late policy: the grade (gradebook.py)
+    gradescope_score: float | None = None          # what Gradescope recorded (an export)
     environment: str = ""                          # Python, torch (a GPU run: CUDA, driver, GPU) it was graded on
+    slug: str = field(default="", metadata=_cells("results_file"))   # its results file: results/<slug>.json
+    source: str = field(default="", metadata=HIDDEN)           # the folder or zip it was read from (real path)
+    seconds: float = field(default=0.0, metadata=HIDDEN)
+    engine_failure: bool = field(default=False, metadata=HIDDEN)   # the engine's fault: graded again next run
+    attempts: int = field(default=1, metadata=HIDDEN)          # gradings that the engine failed, this one included
+    content: str | None = field(default=None, metadata=HIDDEN)       # digest of what was graded (changes.py)
+    graded_with: str | None = field(default=None, metadata=HIDDEN)   # digest of the suite and limits it was graded
+    #                                                                  with
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -98,6 +118,20 @@ class Row:
 
 
 FIELD_TYPES = typing.get_type_hints(Row)
+
+
+def columns() -> list[str]:
+    """grades.csv's header: Row's fields in order, each as its columns."""
+    return [name for item in dataclasses.fields(Row) for name in item.metadata.get("cells", (item.name,))]
+
+
+def lines(row: Row) -> list[dict]:
+    """The CSV lines of one row, by column: one per student of an export (a group: one per member, each naming the
+    group), or one named after the submission."""
+    people, cells = row.submitters, {**row.to_json(), "results_file": f"results/{row.slug}.json"}
+    group = " & ".join(p.name or p.email or p.sid for p in people) if len(people) > 1 else ""
+    students = [dataclasses.asdict(person) for person in people] or [{"name": row.submission, "sid": "", "email": ""}]
+    return [{**cells, **student, "group": group} for student in students]
 
 
 def _number(key: str, value) -> float:

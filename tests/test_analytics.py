@@ -33,7 +33,7 @@ def write_class(out, verdicts: dict[str, tuple[str, dict[str, str | None]]]) -> 
                     "output": message or "Passed."} for test, message in tests.items()]
         entries.append({"name": "Not run on this grader (worth 0 points)", "output": "- CUDA"})
         (out / "results" / f"{slug}.json").write_text(json.dumps({"tests": entries}))
-        rows.append(Row(status, slug, slug=slug, parts=dict.fromkeys(range(1, 7), 0.0)))
+        rows.append(Row(status=status, submission=slug, slug=slug, parts=dict.fromkeys(range(1, 7), 0.0)))
     return rows
 
 
@@ -115,7 +115,7 @@ def test_a_failure_reason_keeps_part_numbers_and_is_cut_between_words():
 def test_summary_png_does_not_count_error_rows_as_zeros(tmp_path, monkeypatch):
     drawn = {}
     monkeypatch.setattr(chart, "draw", lambda scores, title, *rest: drawn.update(scores=scores, title=title) or b"")
-    rows = [Row(status, score=score, parts=dict.fromkeys(range(1, 7), 0.0))
+    rows = [Row(status=status, score=score, parts=dict.fromkeys(range(1, 7), 0.0))
             for status, score in (("graded", 90.0), ("timeout", 40.0), ("error", 0.0))]
     summary.write(tmp_path, rows)
     assert drawn["scores"] == [90.0, 40.0] and "1 error not counted" in drawn["title"]

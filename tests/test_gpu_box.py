@@ -17,6 +17,7 @@ from grader.run import batch, run_settings, sandbox
 from grader.run.outcome import Outcome
 from grader.run.pool import Job
 from grader.run.progress import Progress
+from grader.run.request import Request
 from grader.run.run_settings import Settings
 from grader.run.submissions import Submission
 from tests.patience import SAFETY_NET_S
@@ -166,12 +167,13 @@ def test_each_job_of_a_gpu_run_gets_a_gpu_no_running_job_has(tmp_path):
     template = RecordingTemplate()
     todo = [Submission(f"s{n}", f"s{n}", f"/class/s{n}", f"/class/s{n}") for n in range(7)]
     with open(os.devnull, "w") as quiet:
-        rows = batch._grade(template, todo, tmp_path, 2, Limits(), "n", [], Progress(7, 0, quiet), gpus=(0, 1))
+        request = Request((), tmp_path, workers=2, gpus=(0, 1))
+        rows = batch._grade(template, todo, tmp_path, request, "n", [], Progress(7, 0, quiet))
     assert len(rows) == 7 and all(gpu in (0, 1) for gpu, _ in template.given)
     assert all(gpu not in busy for gpu, busy in template.given)   # never a GPU a running job has
     assert [gpu for gpu, _ in template.given[:2]] == [0, 1]
     with pytest.raises(ValueError, match="one submission per GPU at a time"):
-        batch.grade_all([str(tmp_path)], tmp_path / "out", workers=3, limits=Limits(), gpus=(0, 1))
+        Request([str(tmp_path)], tmp_path / "out", workers=3, gpus=(0, 1))
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine where CUDA cannot start")
@@ -181,7 +183,6 @@ def test_where_cuda_cannot_start_in_a_box_a_gpu_run_gives_the_graders_error_neve
     (an engine failure, graded again by the next run) saying so, not a score."""
     write_submission(tmp_path / "class" / "reference", solution=True)
     with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
-        run = batch.grade_all([str(tmp_path / "class")], str(tmp_path / "out"), workers=1, limits=Limits(),
-                              gpus=(0,))
+        run = batch.grade_all(Request([str(tmp_path / "class")], tmp_path / "out", gpus=(0,)))
     [row] = run.rows
     assert row.status == "error" and sandbox.CUDA_DID_NOT_START in row.message, row

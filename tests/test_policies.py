@@ -108,7 +108,7 @@ def test_a_ten_percent_a_day_policy_on_an_export_with_late_students_keeps_the_ra
     (export / "submission_metadata.yml").write_text(LATE_CLASS)
     found = submissions.discover([export], staging=str(tmp_path / "staging"), read_metadata=read_metadata,
                                  due=recorded.when("2026-11-20T23:59:00-05:00"))
-    rows = [gradebook.with_late_policy(Row("graded", score=80.0, slug=s.slug, **gradebook.identity(s)),
+    rows = [gradebook.with_late_policy(Row(status="graded", score=80.0, slug=s.slug, **gradebook.identity(s)),
                                        TEN_PERCENT_A_DAY) for s in found]
     assert [(r.submission, r.late, r.late_penalty, r.score, r.grade) for r in rows] == [
         ("Ada", 0.0, 0.0, 80.0, 80.0), ("Bob", 2.52, 10.0, 80.0, 72.0), ("Cy", 25.02, 20.0, 80.0, 64.0),
@@ -138,8 +138,8 @@ def test_what_a_score_was_graded_on_names_the_gpu_only_in_a_gpu_run_and_a_change
     assert on_cpu.startswith("python 3.") and "; torch 2." in on_cpu and "GPU" not in on_cpu
     assert on_gpu.startswith(on_cpu + "; CUDA ") and on_gpu.endswith("; driver 570.86.15; GPU NVIDIA H200")
     # a regrade on another environment is listed in changes.csv even where no score moved
-    before, after = Row("graded", "ada", score=100.0, slug="ada"), Row("graded", "ada", score=100.0, slug="ada")
-    before.environment, after.environment = on_cpu, on_gpu
+    before, after = (Row(status="graded", submission="ada", score=100.0, slug="ada", environment=where)
+                     for where in (on_cpu, on_gpu))
     (tmp_path / "results").mkdir()
     assert changes.compare(({"s": before}, tmp_path / "results"), ({"s": before}, tmp_path / "results")) == []
     [change] = changes.compare(({"s": before}, tmp_path / "results"), ({"s": after}, tmp_path / "results"))

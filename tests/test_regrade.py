@@ -94,8 +94,8 @@ def test_a_digest_of_an_earlier_kind_is_graded_again_and_says_why():
     """An earlier grader's digest could have missed a change (it stopped at 2,000 files): not trusted."""
     found = [submissions.Submission(name, name, f"/class/{name}") for name in ("old", "same", "none")]
     now = submissions.CONTENT_DIGEST + "1"
-    done = {"/class/old": Row("graded", content="sha256:1"), "/class/same": Row("graded", content=now),
-            "/class/none": Row("graded")}
+    done = {"/class/old": Row(status="graded", content="sha256:1"),
+            "/class/same": Row(status="graded", content=now), "/class/none": Row(status="graded")}
     again = batch.regrades(found, done, dict.fromkeys(done, now))
     assert list(again) == ["/class/old"] and "earlier version of the grader" in again["/class/old"]
 

@@ -1,10 +1,13 @@
 """The gradebook row, typed once (grader/row.py): what a results file carries reads back as it was written, and
 anything else is refused in one place, so a damaged results file is graded again instead of read."""
+import dataclasses
 import json
+import re
 
 import pytest
 
-from grader.row import Row, RowError, Submitter, of_results
+from grader.paths import REPO
+from grader.row import Row, RowError, Submitter, columns, of_results
 from grader.run import gradebook, submissions
 from grader.run.outcome import Outcome
 from grader.run.submissions import Submission
@@ -79,3 +82,21 @@ def test_a_row_an_earlier_version_wrote_keeps_its_submission_under_todays_identi
     assert submissions.identity_of_earlier("/class/ada") == submissions.identity("/class/ada")
     assert submissions.identity_of_earlier("bytes:" + b"/class/caf\xe9".hex()) == submissions.identity(odd)
     assert submissions.identity_of_earlier(submissions.identity(odd)) == submissions.identity(odd)
+
+
+def test_the_gradebook_columns_are_the_rows_fields_and_the_guide_names_each():
+    """One home: grades.csv's header follows Row's fields (a roster import keys on its first columns), and
+    docs/graders.md's list of the columns is that header."""
+    header = columns()
+    assert header[:7] == ["name", "sid", "email", "submission_id", "group", "submission", "score"]
+    assert {"source", "slug", "content", "graded_with", "attempts"}.isdisjoint(header)   # bookkeeping, no column
+    listed = re.search(r"one row per\s+student: `([^`]*)`", (REPO / "docs" / "graders.md").read_text())[1]
+    parts = [name for name in header if name.startswith("part")]
+    assert " ".join(listed.split()) == ", ".join(header).replace(", ".join(parts), f"{parts[0]} … {parts[-1]}")
+
+
+def test_a_row_is_built_whole_and_never_changed():
+    row = Row.from_json(FULL)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        row.score = 100.0
+    assert dataclasses.replace(row, score=100.0).score == 100.0 and row.score == 87.5

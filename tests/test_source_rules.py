@@ -161,8 +161,8 @@ def test_correct_code_in_every_style_loads_nothing_but_its_source(tmp_path):
     variants, the generated class's hands and the adequacy styles: no loader flag; nor the idioms that only look
     like one (a module's .eval(), torch.compile, re.compile, a mode named "eval")."""
     from autograder.adequacy import styles
-    from autograder.cohort import HANDS
     from autograder.zoo.variants import VARIANTS
+    from tests.cohort import HANDS
 
     idioms = tmp_path / "idioms"
     idioms.mkdir()

@@ -14,8 +14,8 @@ import student
 from assignment.spec import SPEC, SPEC_FILE, SpecError, load
 from autograder import derived
 from autograder.stubs import GRADED_MODULES
+from grader import row
 from grader.paths import REPO
-from grader.run import gradebook
 from grader.scoring import PART_POINTS, PART_TITLES, parts_using
 from grader.wire import executor
 from student.parts import PARTS
@@ -97,7 +97,7 @@ def test_the_engine_the_scores_and_the_gradebook_take_the_parts_from_the_spec():
     assert SPEC.functions == executor.FUNCTIONS and SPEC.module_class == executor.MODULE_CLASS
     assert (SPEC.points, SPEC.titles) == (PART_POINTS, PART_TITLES)
     assert tuple(f"{module}.py" for module in SPEC.modules) == GRADED_MODULES
-    assert [c for c in gradebook.columns() if c.startswith("part")] == [f"part{n}" for n in SPEC.numbers]
+    assert [c for c in row.columns() if c.startswith("part")] == [f"part{n}" for n in SPEC.numbers]
     assert parts_using(1) == {2, 5, 6} and parts_using(6) == set()
 
 

@@ -11,8 +11,8 @@ given. Renamed variables and reordered functions leave the fingerprints unchange
 
 Short, canonical code is the hard case (every correct apply_mask is one masked_fill line): a pair is flagged
 only when it shares at least MIN_SHARED tokens beyond the boilerplate and the shares of the two sides' code
-found in the other average at least THRESHOLD. (Measured on the generated class, autograder/cohort: a disguised
-copy averages 0.87 to 0.94 with its original, independent correct solutions 0.57 at most. The mean, not the
+found in the other average at least THRESHOLD. (Measured on the generated class, tests/cohort: a disguised
+copy averages 0.84 to 0.93 with its original, independent correct solutions 0.57 at most. The mean, not the
 larger share: one student who wrote only the canonical one-liners is wholly contained in everyone else.)
 Submissions of the same students (a group) are never compared with each other.
 Reading a submission never runs it: the trusted side only unpacks files and tokenizes text.

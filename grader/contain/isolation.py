@@ -1,34 +1,10 @@
 """Operating-system isolation of a sandbox: kernel layers applied right after the fork, probed once per run.
 
 Like a zygote-style sandbox (Chromium's zygote, isolate, nsjail, bubblewrap), every sandbox is a
-fork of a warm template that locks itself down before it imports student code. The layers, and
-what each one stops:
-
-- pid: its own PID namespace. The box's first process is the namespace's init: when it ends, the
-  kernel kills every process of the box, however detached (setsid, double fork); the box sees and
-  can signal no process outside it (it gets its own /proc).
-- ipc: its own IPC namespace with small limits: System V shared memory, semaphores and message
-  queues and POSIX queues are the box's own, bounded, and destroyed with it.
-- net: its own network namespace: a loopback that is down, nothing else: no network at all.
-- mnt: its own mount namespace. /tmp is a private tmpfs of bounded size (its scratch folder and
-  home, with /var/tmp, /dev/shm and /run/lock bound to it), the submission a read-only bind inside
-  it: every file the box writes counts against one bound and vanishes with it; nothing to clean up.
-- landlock: a filesystem allowlist (kernel 5.13+, no root needed): read the Python installation,
-  system libraries and the submission, write the scratch folder, nothing else: no other copy of
-  the hidden tests, no grader output; no TCP; from ABI 6, no signal leaves the box.
-- uid: as root, a fresh user id per submission: no file of another user is writable, no process
-  of another user can be signalled, and kill(-1) as that uid ends exactly its processes.
-- memory: a memory cgroup per box (memcg.py, v1 or v2), joined first thing in enter(): the limit
-  holds for all the box's processes together (RLIMIT_AS only bounds each one), no swap, and at the
-  limit the whole box is stopped. The group also counts the CPU time of every process the box ever
-  ran (v1: with a twin in the cpuacct hierarchy). Missing where the grader's cgroup cannot be written or
-  (v2) cannot give its children the memory controller; each process then keeps only its RLIMIT_AS.
-- seccomp: a system-call filter (seccomp.py), installed last: no file locks, no tracing, no
-  io_uring, no new namespaces, no change of priority or affinity, always; and whatever the layers that
-  failed would have stopped: signals beyond the box (no pid), new sockets (no net), System V and POSIX
-  IPC objects (no ipc), every write to the filesystem and bind() (no mnt, no landlock and no uid), every
-  new process but a thread (no memory: nothing would count its CPU). It needs neither root nor a
-  recent kernel, so it holds where a container refuses the rest.
+fork of a warm template that locks itself down before it imports student code. The layers, and what each
+one stops, are TABLE below (pid, ipc, net, mnt: namespaces; landlock: a filesystem allowlist, kernel 5.13+, no
+root needed; uid: a user id per box, as root; memory: a cgroup per box, memcg.py; seccomp: a system-call
+filter, seccomp.py, installed last, which also stands in for what a missing layer would have stopped).
 
 Without root, the namespaces come through a user namespace where the kernel allows one (the box
 keeps the grader's user id outside it: the uid layer is missing, the others keep it in). Each
@@ -81,23 +57,58 @@ class IsolationError(OSError):
 
 @dataclass(frozen=True)
 class Layer:
-    """A row of the table of layers: its name (as the isolation line writes it) and the probe's proof that it is
-    in force in a box that has locked itself down (bait: a file outside the box's allowlist). How it is applied
-    is its steps in ENTER (memory, the namespaces) and LOCK_STEPS."""
+    """A row of the table of layers: its name (as the isolation line writes it), the probe's proof that it is
+    in force in a box that has locked itself down (bait: a file outside the box's allowlist), and what it stops.
+    How it is applied is its steps in ENTER (memory, the namespaces) and LOCK_STEPS."""
     name: str
     in_force: Callable[[Box, str], bool]
+    stops: str      # what it stops (and, where it is missing, what stands in for it)
 
 
-# The layers, in the order the isolation line names them.
+SCRATCH = f"`{Limits().scratch_bytes >> 20} MiB`"   # the box's tmpfs, as the table of layers says it
+# The layers, in the order the isolation line names them: the one home of what each stops (autograder/derived.py
+# writes it into docs/design.md's table).
 TABLE = (
-    Layer("pid", lambda box, bait: os.getpid() == 1),
-    Layer("ipc", lambda box, bait: _ipc_bounded()),
-    Layer("net", lambda box, bait: [name for _index, name in socket.if_nameindex()] == ["lo"]),
-    Layer("mnt", lambda box, bait: _size(BOX_TMP) == box.limits.scratch_bytes and _writable(BOX_HOME)),
-    Layer("landlock", lambda box, bait: not _readable(bait)),
-    Layer("uid", lambda box, bait: os.getuid() == box.uid),
-    Layer("memory", lambda box, bait: memcg.member(box.memory_group)),   # the kernel counts this process in it
-    Layer("seccomp", lambda box, bait: _locks_refused()),
+    Layer("pid", lambda box, bait: os.getpid() == 1,
+          "processes that outlive the box (setsid, double fork: the kernel ends them with the box's init); "
+          "seeing or signalling the grader or other boxes"),
+    Layer("ipc", lambda box, bait: _ipc_bounded(),
+          "System V and POSIX IPC that outlives the box or fills the system-wide tables (its own namespace, "
+          "small limits)"),
+    Layer("net", lambda box, bait: [name for _index, name in socket.if_nameindex()] == ["lo"],
+          "any network (its own namespace with a loopback that is down)"),
+    Layer("mnt", lambda box, bait: _size(BOX_TMP) == box.limits.scratch_bytes and _writable(BOX_HOME),
+          f"files left behind or filling the disk: `/tmp`, `/var/tmp`, `/dev/shm`, `/run/lock` are one private "
+          f"tmpfs of {SCRATCH}, gone with the box; the submission is a read-only bind. Without it (a container "
+          f"that refuses namespaces) the worker measures, twice a second, what the box holds in its scratch "
+          f"folder and, with its own user, in the shared folders, and stops it at the same {SCRATCH} (`disk.py`)"),
+    Layer("landlock", lambda box, bait: not _readable(bait),
+          "reading anything but Python, the system libraries and the submission (no other copy of the hidden "
+          "tests, no grader output); writing outside its scratch folder; TCP; from ABI 6, signals leaving the "
+          "box"),
+    Layer("uid", lambda box, bait: os.getuid() == box.uid,
+          "as root, a user id of its own per submission (1,000,000 + pid): no file of another user writable, no"
+          " process of another user signalled, and `kill(-1)` as that uid ends exactly its processes"),
+    Layer("memory", lambda box, bait: memcg.member(box.memory_group),
+          "memory past `--memory-gb` held by a box's processes together (forking children that each stay under "
+          "a per-process limit): each box has a memory cgroup of its own, joined before anything else, swap "
+          "off; at the limit the whole box is stopped (cgroup v2: `memory.oom.group`; v1: the kernel's OOM "
+          "killer is off in the group and the worker kills the box), the row is flagged `a sandbox was stopped "
+          "at the memory limit` and its largest peak is in `peak_memory_mib`. The same group counts the CPU "
+          "time of every process the box ever ran, those the kernel reaped unseen included (v2: `cpu.stat` of "
+          "the box's group; v1: a group of the same place in the `cpuacct` hierarchy, made and joined beside "
+          "it; without `cpuacct` the layer is missing): the trusted side reads it (`cgroupfs.py`)"),
+    Layer("seccomp", lambda box, bait: _locks_refused(),
+          "a system-call filter, installed last (`grader/contain/seccomp.py`); it needs neither root nor "
+          "namespaces, so it holds where a container refuses the rest. Always: file locks and leases (a channel"
+          " between boxes over a file both may read), tracing or reading other processes' memory, io_uring, new"
+          " namespaces, every change of scheduling (real-time, nice, CPU affinity), the kernel's administrative"
+          " calls. And what a missing layer would have stopped: without `pid` any signal but to the box itself,"
+          " without `net` new sockets, without `ipc` System V and POSIX IPC objects, without `mnt`, `landlock` "
+          "and `uid` every call that writes the filesystem and `bind()` (to a path it makes a socket file), "
+          "without `memory` every new process but a thread (nothing would count its CPU time once the kernel "
+          "reaped it). A refused call fails with EPERM. x86_64 only: elsewhere the layer is missing and the "
+          "line says so"),
 )
 LAYERS = tuple(layer.name for layer in TABLE)
 

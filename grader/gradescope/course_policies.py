@@ -14,6 +14,7 @@ students read is exactly what it would be without either policy (with neither se
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
 
@@ -93,12 +94,12 @@ def applied(shown: dict, data: dict, settings) -> dict:
     if not settings.late_on_gradescope:
         return shown
     hours, closed = lateness(data)
-    decision = late.decide(None if hours is None else round(hours, 2), shown["score"], settings, closed)
+    hours = None if hours is None else round(hours, 2)
+    decision = late.decide(hours, shown["score"], settings, closed)
     row = of_results(shown)
     if row is not None:
-        row.late = None if hours is None else round(hours, 2)
-        row_decision = late.decide(row.late, row.score, settings, closed)
-        row.late_penalty, row.grade = row_decision.percent, row_decision.grade
+        row_decision = late.decide(hours, row.score, settings, closed)
+        row = dataclasses.replace(row, late=hours, late_penalty=row_decision.percent, grade=row_decision.grade)
         shown = {**shown, "extra_data": {**shown["extra_data"], "gradebook_row": row.to_json()}}
     if not decision.percent:
         return shown

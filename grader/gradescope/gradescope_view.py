@@ -39,7 +39,7 @@ def most_guarded(spec: Spec) -> str:
 def immediate_output(results: dict, spec: Spec) -> str:
     """What a student may read at once: that grading happened and the gradebook's one-line message, which holds
     no score: for an error or a timeout, why; for graded code, what was not (a module that could not be imported)."""
-    row = of_results(results) or Row("graded")
+    row = of_results(results) or Row(status="graded")
     status = row.status
     note = GRADED_NOTE if status == "graded" else f"Your submission was received; grading ended with {status}."
     if row.message:

@@ -66,7 +66,7 @@ def failure_results(seconds: float) -> dict:
 
 def report(results: dict) -> str:
     """The instructor's view in Gradescope's autograder output: score, per-part summary, isolation."""
-    row = of_results(results) or Row("graded", isolation="?")
+    row = of_results(results) or Row(status="graded", isolation="?")
     lines = [f"Graded by the attention assignment's engine: {results['score']:g} points "
              f"({row.status}; {results['execution_time']:g} s; isolation: {row.isolation})"]
     if row.message:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import os
 import pathlib
 import select
@@ -15,7 +16,6 @@ from dataclasses import dataclass, field
 
 from grader import source_rules
 from grader.contain import isolation, memcg, permissions, processes
-from grader.contain.limits import Limits
 from grader.paths import REPO, STUDENT_DIR
 from grader.row import Row
 from grader.run import changes, environment, gradebook, submissions
@@ -23,6 +23,7 @@ from grader.run.changes import Change
 from grader.run.outcome import Outcome
 from grader.run.pool import Template
 from grader.run.progress import Progress
+from grader.run.request import Request
 from grader.run.run_settings import Settings
 
 # Closed to other users when the sandboxes have their own user id (root): each must be unreadable to them.
@@ -76,42 +77,21 @@ class Run:
     shard: tuple[int, int] | None = None   # --shard: the part (i, n) of the class this run graded (no grades.csv)
 
 
-def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None, keep: str | None = None,
-              private=(), force=(), regrade: bool = False, repeat: int = 1, due=None,
-              exports: bool = True, template: Template | None = None, shard: tuple[int, int] | None = None,
-              gpus: tuple[int, ...] = (), read_metadata: submissions.MetadataReader | None = None,
-              public_checks: bool = False, staging: str | None = None) -> Run:
-    """Grade everything under paths that out/ has no result for yet: results/<slug>.json each, and grades.csv.
-    keep: a folder that gets, per submission, its trusted-side pytest log and its sandboxes' output.
-    private: the grader's own files and folders that no sandbox may read (see isolation_note).
-    A submission already graded in out/ is graded again when its content changed since (the row says so), or
-    when `force` names it (its submission name or its results file's name); raises KeyError for a name in
-    `force` that matches no submission.
-    regrade: out's earlier results are moved to out/earlier/<time>/, everything is graded again, and
-    changes.csv says what changed. repeat: grade everything this many times in all (out/repeat-N/) and list
-    what differed in repeat.csv. due: the due date where an export's metadata names none (the late column).
-    exports: a path named in `paths` may be a Gradescope export (False: none is; submissions.discover).
+def grade_all(request: Request, *, template: Template | None = None, progress_stream=None) -> Run:
+    """Grade everything under request.paths that its out/ has no result for yet: results/<slug>.json each, and
+    grades.csv (request.py says what each field asks). A submission already graded in out/ is graded again when
+    its content changed since (the row says so), or when request.force names it.
     template: one started already (the command starts it first, so that torch's import overlaps everything before
-    the first job); this run closes it. None: started here.
-    shard: (i, n): grade only shard i of n of the class (submissions.shard_of), into an output folder the other
-    shards share, and write no grades.csv: a run without a shard writes it once every shard has finished (it finds
-    everything graded, and grades nothing again).
-    gpus: a GPU run: each job is given one of these GPUs, which no other running job has (workers at most as many).
-    read_metadata: how a Gradescope export's metadata is read (the instructor's command gives it; without it an
-    export among the paths is refused: submissions.discover).
-    public_checks: run the handout's public checks too (public_checks.py), as entries worth no points.
-    staging: a private folder (0700) to extract export zips into, which the caller removes once what reads the
-    submissions after the run (the class reports) is done; None: one of the run's own, removed at its end."""
-    if gpus and workers > len(gpus):
-        raise ValueError(f"{workers} workers for {len(gpus)} GPU(s): one submission per GPU at a time")
-    for raw in paths:
+    the first job); this run closes it. None: started here."""
+    for raw in request.paths:
         if not os.path.lexists(raw):
             raise FileNotFoundError(f"{raw}: no such file or folder")
-    out = pathlib.Path(out)
+    out, limits, gpus, shard = request.out, request.limits, request.gpus, request.shard
     sandbox_root = tempfile.mkdtemp(prefix="autograder-sandboxes-")
     os.chmod(sandbox_root, 0o711)   # a sandbox may enter its own folder, never list the others
     trusted_root = tempfile.mkdtemp(prefix="autograder-trusted-")
-    exports_root = staging or tempfile.mkdtemp(prefix="autograder-exports-")   # export zips extracted: ours alone
+    # export zips extracted: ours alone
+    exports_root = request.staging or tempfile.mkdtemp(prefix="autograder-exports-")
     template = template or Template()   # before reading the class
     closing, run = None, None
     suite = changes.graded_with(limits)
@@ -124,12 +104,13 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
                              f"run the engine from the environment's real place, "
                              f"{os.path.join(os.path.realpath(sys.prefix), 'bin', os.path.basename(sys.executable))}")
         known = source_rules.evidence_by_digest(STUDENT_DIR)   # the handout's own files: read once, not per submission
-        template.configure(Settings(limits, plan, sandbox_root, trusted_root, gpus, public_checks, known))
+        template.configure(Settings(limits, plan, sandbox_root, trusted_root, gpus, request.public_checks, known))
         (out / "results").mkdir(parents=True, exist_ok=True)
         done, taken = gradebook.load_done(out)
-        found = submissions.shard_of(submissions.discover(paths, taken, staging=exports_root, due=due,
-                                                          exports=exports, read_metadata=read_metadata), shard)
-        closed = closed_to_sandboxes(out, list(paths), sorted({s.location for s in found}), list(private))
+        found = submissions.shard_of(submissions.discover(list(request.paths), taken, staging=exports_root,
+                                                          due=request.due, exports=request.exports,
+                                                          read_metadata=request.read_metadata), shard)
+        closed = closed_to_sandboxes(out, list(request.paths), sorted({s.location for s in found}), request.private)
         if plan.has("uid"):
             try:
                 closing = permissions.Closing.begin(closed)
@@ -137,16 +118,17 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
                 raise SetupError(str(error)) from None
         note = isolation_note(plan, closed, gpus)
         contents = {s.source: submissions.fingerprint(s.location, exports_root) for s in found}
-        again = regrades(found, done, contents, force)   # before anything moves: an unknown --force name stops here
-        earlier = changes.archive(out) if regrade else None
+        # before anything moves: an unknown --force name stops here
+        again = regrades(found, done, contents, request.force)
+        earlier = changes.archive(out) if request.regrade else None
         if earlier:   # everything is graded again, under the same results file names
             before, done, again = done, {}, {}
             (out / "results").mkdir()
         todo = [s for s in found if s.source not in done or s.source in again]
         rows = [gradebook.with_identity(done[s.source], s) for s in found if s not in todo]
         progress = Progress(len(todo), len(rows), progress_stream)
-        rows += _grade(template, todo, out, workers, limits, note, list(rows), progress, keep, contents, again, suite,
-                       gradebook_too=shard is None, gpus=gpus)
+        rows += _grade(template, todo, out, request, note, list(rows), progress, contents, again, suite,
+                       gradebook_too=shard is None)
         progress.close()
         run = Run(rows, note, found, contents, stale=sum(r.graded_with != suite for r in rows),
                   kept=len(found) - len(todo))
@@ -154,8 +136,8 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
             run.earlier = earlier
             run.changes = changes.compare((before, earlier / "results"), (_by_source(rows), out / "results"))
             changes.write(out / "changes.csv", run.changes)
-        if repeat > 1:
-            run.repeats = _repeat(template, found, out, workers, limits, note, repeat, suite, rows, gpus)
+        if request.repeat > 1:
+            run.repeats = _repeat(template, found, request, note, suite, rows)
     finally:
         template.close()
         memcg.remove_own_run()   # the run's memory cgroup (the probe made it), with any box group left in it
@@ -164,7 +146,7 @@ def grade_all(paths, out, *, workers: int, limits: Limits, progress_stream=None,
             lost = closing.end()
             if run is not None:
                 run.closed, run.left_closed, run.not_put_back = closing.paths, closing.left_closed, lost
-        if staging is None:   # after the modes went back: an extracted submission removed first reads as "gone"
+        if request.staging is None:   # after the modes went back: an extracted submission removed first reads as "gone"
             shutil.rmtree(exports_root, ignore_errors=True)
     if shard is None:
         gradebook.write_csv(out, rows)
@@ -177,17 +159,17 @@ def _by_source(rows: list[Row]) -> dict[str, Row]:
     return {row.source: row for row in rows}
 
 
-def _repeat(template, found, out: pathlib.Path, workers, limits, note, times: int, suite, rows,
-            gpus: tuple[int, ...] = ()) -> list[changes.Change]:
+def _repeat(template, found, request: Request, note, suite, rows) -> list[changes.Change]:
     """Grade every submission again, into out/repeat-2/ ... (each a fresh folder), and compare each grading with
     the first: out/repeat.csv lists every submission where any test's verdict (or the score) differed."""
     differed: list[changes.Change] = []
-    for number in range(2, times + 1):
+    out, once = request.out, dataclasses.replace(request, keep=None)   # the logs kept are the first grading's
+    for number in range(2, request.repeat + 1):
         again_out = out / f"repeat-{number}"
         shutil.rmtree(again_out, ignore_errors=True)
         (again_out / "results").mkdir(parents=True)
         progress = Progress(len(found), 0, None)
-        again_rows = _grade(template, found, again_out, workers, limits, note, [], progress, suite=suite, gpus=gpus)
+        again_rows = _grade(template, found, again_out, once, note, [], progress, suite=suite)
         differed += changes.compare((_by_source(rows), out / "results"),
                                     (_by_source(again_rows), again_out / "results"))
     changes.write(out / "repeat.csv", differed, labels=("first", "again"))
@@ -224,12 +206,13 @@ def _remove_roots(sandbox_root: str, trusted_root: str) -> None:
         os.rmdir(sandbox_root)
 
 
-def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier_rows, progress,
-           keep: str | None = None, contents=None, again=None, suite: str = "", gradebook_too: bool = True,
-           gpus: tuple[int, ...] = ()) -> list[Row]:
-    """Run up to `workers` submissions at once; write each result as soon as it is in (with the content it was
-    graded on, and why it was graded again, if it was: see regrades), and grades.csv with it (gradebook_too; a
-    shard writes none: it holds a part of the class). gpus: each job is given one no running job has."""
+def _grade(template: Template, todo, out, request: Request, note, earlier_rows, progress, contents=None, again=None,
+           suite: str = "", gradebook_too: bool = True) -> list[Row]:
+    """Run up to request.workers submissions at once; write each result into out as soon as it is in (with the
+    content it was graded on, and why it was graded again, if it was: see regrades), and grades.csv with it
+    (gradebook_too; a shard writes none: it holds a part of the class). A GPU run gives each job a GPU no running
+    job has."""
+    workers, limits, keep, gpus = request.workers, request.limits, request.keep, request.gpus
     waiting = collections.deque(todo)
     running: dict[int, tuple] = {}   # result fd -> (submission, job)
     free_gpus = collections.deque(gpus)
@@ -239,12 +222,10 @@ def _grade(template: Template, todo, out, workers, limits: Limits, note, earlier
 
     def record(submission, outcome: Outcome):
         attempts = gradebook.attempts_before(out, submission.slug) + 1 if outcome.engine_failure else 1
-        row = gradebook.row_from_outcome(submission, outcome, note, attempts)
-        row.content = (contents or {}).get(submission.source)
-        row.graded_with = suite
-        row.environment = environment.describe(gpu_run=bool(gpus))   # read once a run (cached): no torch import
-        if (again or {}).get(submission.source):
-            row.message = "; ".join(filter(None, [again[submission.source], row.message]))
+        row = gradebook.row_from_outcome(
+            submission, outcome, note, attempts, content=(contents or {}).get(submission.source), graded_with=suite,
+            environment=environment.describe(gpu_run=bool(gpus)),   # read once a run (cached): no torch import
+            again=(again or {}).get(submission.source, ""))
         gradebook.write_result(out, row, gradebook.results_document(outcome, row))
         rows.append(row)
         if gradebook_too:

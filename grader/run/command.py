@@ -130,7 +130,7 @@ def grade(argv=None, arguments: argparse.ArgumentParser | None = None, read_meta
     """(exit status, the batch's Run or None, the parsed arguments): the whole batch, results and grades.csv.
     read_metadata: how a Gradescope export's metadata is read (the instructor's command gives it; without it an
     export is refused, saying which command reads it). started: the template, where the caller started it.
-    staging: where export zips are extracted, a private folder the caller removes after its reports (grade_all)."""
+    staging: where export zips are extracted, a private folder the caller removes after its reports (request.py)."""
     # started: torch's import in the template (a second) runs side by side with everything before the first job.
     # Else the template starts at the first job: a run that may grade nothing (a resume, the closing run of shards)
     # never imports torch.
@@ -200,12 +200,13 @@ def _grade(argv, template, arguments: argparse.ArgumentParser, read_metadata=Non
             return 2, None, args
     limits = Limits(call_timeout=args.timeout, budget=args.budget, memory_bytes=int(args.memory_gb * 2**30))
     from grader.run import batch, submissions
+    from grader.run.request import Request
+    request = Request(args.paths, args.out, workers=min(args.workers, len(gpus) or args.workers), limits=limits,
+                      keep=args.keep, private=args.private, force=args.force, regrade=args.regrade,
+                      repeat=args.repeat, due=due, exports=args.exports, shard=args.shard, gpus=gpus,
+                      read_metadata=read_metadata, public_checks=args.public_checks, staging=staging)
     try:
-        run = batch.grade_all(args.paths, args.out, workers=min(args.workers, len(gpus) or args.workers),
-                              limits=limits, keep=args.keep, private=args.private, force=args.force,
-                              regrade=args.regrade, repeat=args.repeat, due=due, exports=args.exports,
-                              template=template, shard=args.shard, gpus=gpus, read_metadata=read_metadata,
-                              public_checks=args.public_checks, staging=staging)
+        run = batch.grade_all(request, template=template)
     except (FileNotFoundError, KeyError, batch.SetupError) as error:
         print(f"grade: {error.args[0] if isinstance(error, KeyError) else error}", file=sys.stderr)
         return 2, None, args

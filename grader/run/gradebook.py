@@ -2,18 +2,8 @@
 autograder/reports/'s, made from this folder afterwards).
 
 grades.csv is meant to go back into a roster (Gradescope's and the usual LMS gradebook imports read
-it): UTF-8, one header row, plain numbers in the score columns, one row per student. Columns:
-name, sid, email (from a Gradescope export; empty otherwise), submission_id (Gradescope's),
-group (for a group submission, all its members, on each member's row), submission (the row's
-submission: a file or folder name, or the students' names), score, max_score, status, message,
-part1 ... part6, isolation, flags, peak_memory_mib (the most memory one sandbox's processes held together,
-where the kernel's memory layer measured it; empty elsewhere), late (hours after the due date, 0 when on time,
-from an export's metadata and --due; empty where a date is unknown), late_penalty (the percent of the score the
-course's late policy deducted), grade (the score after it: the column to import; it equals score where no
-policy is set) and gradescope_score (the score Gradescope recorded in the export; the reports' gradescope.csv
-lists every submission where ours differs), environment (what it was graded on: Python, torch and, in a GPU
-run, CUDA, the driver and the GPU model: environment.py), results_file (the row's feedback file in the output
-folder).
+it): UTF-8, one header row, plain numbers in the score columns, one line per student. Its columns are Row's
+fields (grader/row.py); docs/graders.md says what each holds.
 
 Every file is written to a temporary name and moved into place (os.replace), so a run
 killed half way leaves only complete files; a result file present means "graded". A result
@@ -34,7 +24,7 @@ import unicodedata
 
 from assignment.spec import SPEC
 from grader.policies import late
-from grader.row import Row, RowError, of_results
+from grader.row import Row, RowError, columns, lines, of_results
 from grader.run.files import atomic_write
 from grader.run.outcome import Outcome
 from grader.run.recorded import hours_late
@@ -68,18 +58,23 @@ def with_late_policy(row: Row, settings=SPEC.settings) -> Row:
     return dataclasses.replace(row, late_penalty=decision.percent, grade=decision.grade)
 
 
-def row_from_outcome(submission, outcome: Outcome, isolation_note: str, attempts: int = 1) -> Row:
-    """One gradebook row (also stored in the results file's extra_data, so a resumed run can rebuild the csv)."""
+def row_from_outcome(submission, outcome: Outcome, isolation_note: str, attempts: int = 1, *,
+                     content: str | None = None, graded_with: str | None = None, environment: str = "",
+                     again: str = "") -> Row:
+    """One gradebook row, complete (also stored in the results file's extra_data, so a resumed run can rebuild the
+    csv): content and graded_with, the digests of what was graded and with what (changes.py); again, why it was
+    graded again, which leads its message."""
     parts = outcome.part_scores
     return with_late_policy(Row(
         **identity(submission), score=round(float(outcome.score), 4),
         max_score=float(outcome.max_score or sum(PART_POINTS.values())),
-        status=outcome.status, message=printable(outcome.message, limit=500),
+        status=outcome.status, message=printable("; ".join(filter(None, [again, outcome.message])), limit=500),
         parts={p: float(parts.get(str(p), 0.0)) for p in PART_POINTS},
         isolation=isolation_note, flags="; ".join(printable(flag, limit=300) for flag in outcome.flags),
         peak_memory_mib=round(outcome.peak_memory_bytes / 2**20, 1) if outcome.peak_memory_bytes else None,
         slug=submission.slug, source=submission.source, seconds=outcome.seconds,
         engine_failure=outcome.engine_failure, attempts=attempts,
+        content=content, graded_with=graded_with, environment=environment,
     ))
 
 
@@ -126,7 +121,7 @@ def load_done(out: pathlib.Path) -> tuple[dict[str, Row], dict[str, str]]:
             continue   # not one of ours, from an older engine, or damaged: grade again
         if row.slug != path.stem:
             continue
-        row.source = identity_of_earlier(row.source)
+        row = dataclasses.replace(row, source=identity_of_earlier(row.source))
         taken[row.slug] = row.source
         if not row.engine_failure or row.attempts >= MAX_ATTEMPTS:
             done[row.source] = row
@@ -142,42 +137,14 @@ def attempts_before(out: pathlib.Path, slug: str) -> int:
     return row.attempts if row.engine_failure else 0
 
 
-STUDENT_COLUMNS = ("name", "sid", "email", "submission_id", "group")
-
-
-def columns() -> list[str]:
-    return [*STUDENT_COLUMNS, "submission", "score", "max_score", "status", "message",
-            *[f"part{p}" for p in PART_POINTS], "isolation", "flags", "peak_memory_mib", "late", "late_penalty",
-            "grade", "gradescope_score", "environment", "results_file"]
-
-
-TEXT_COLUMNS = (*STUDENT_COLUMNS, "submission", "message", "isolation", "flags", "environment", "results_file")
-
-
-def results_file(row: Row) -> str:
-    """Where the row's feedback is, from the output folder: its name is the submission's made safe for any file
-    system (letters outside ASCII and separators go), so a grader finds it here, not by the name."""
-    return f"results/{row.slug}.json"
-
-
-def student_rows(row: Row) -> list[dict]:
-    """The CSV rows of one submission: one per student of an export (a group: one per member, each naming the
-    group), or one named after the submission."""
-    people, cells = row.submitters, {**row.to_json(), "results_file": results_file(row)}
-    group = " & ".join(p.name or p.email or p.sid for p in people) if len(people) > 1 else ""
-    if not people:
-        return [{**cells, "name": row.submission, "sid": "", "email": "", "group": ""}]
-    return [{**cells, "name": person.name, "sid": person.sid, "email": person.email, "group": group}
-            for person in people]
-
-
 def write_csv(out: pathlib.Path, rows: list[Row]) -> None:
+    """grades.csv: Row's columns (grader/row.py), text made safe for a spreadsheet."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns(), extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for row in sorted(rows, key=lambda r: (r.submission.lower(), r.slug)):
-        for line in student_rows(row):
-            writer.writerow({**line, **{key: csv_cell(str(line.get(key) or "")) for key in TEXT_COLUMNS}})
+        for line in lines(row):
+            writer.writerow({key: csv_cell(value) if isinstance(value, str) else value for key, value in line.items()})
     atomic_write(out / "grades.csv", buffer.getvalue())
 
 

@@ -1,4 +1,4 @@
-"""A generated class to try the batch command's analytics on: bugs, correct variants, independent hands and copies.
+"""Test data: a generated class to try the batch command's analytics on: bugs, variants, independent hands, copies.
 
     members = build(folder, size=200, seed=0)   # folder/student-001 ... one submission each; the answer key back
 
@@ -20,12 +20,12 @@ import pathlib
 import random
 from dataclasses import dataclass
 
-from autograder.cohort.disguise import disguise
 from autograder.samples import write_submission
 from autograder.stubs import GRADED_MODULES
 from autograder.zoo import fresh
 from autograder.zoo.bugs import BUGS
 from autograder.zoo.variants import VARIANTS
+from tests.cohort.disguise import disguise
 
 HANDS = pathlib.Path(__file__).parent / "hands"
 
