@@ -49,7 +49,7 @@ class LocalGateway(Gateway):
         executor.disable_compilation()
         try:
             self.student, self.unloadable = executor.import_student()
-        except BaseException as error:  # noqa: BLE001
+        except BaseException as error:  # noqa: BLE001 - any failure at import, SystemExit too, is the import's report
             self.student, self.unloadable = None, {}
             self.import_error = StudentError(type(error).__name__, f"importing student failed: {error}")
 

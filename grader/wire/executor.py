@@ -402,7 +402,7 @@ def execute_module(student, spec: ModuleSpec, options: CallOptions = CallOptions
             attention_calls=seen, sdpa_calls=calls)
     except StudentFailure:
         raise
-    except BaseException as error:  # noqa: BLE001
+    except BaseException as error:  # noqa: BLE001 - whatever the student's module raises is its failure, reported as such
         raise StudentFailure.of(error) from None
 
 
