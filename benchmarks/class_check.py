@@ -10,6 +10,8 @@ Gradescope export, then, as a grader runs them:
 2. the export's metadata gains Gradescope's scores (three of them wrong on purpose) and submission times
    (three late): the same command again lists exactly those three in gradescope.csv, and the late column
    holds the planted hours;
+   The course then sets a 10%-per-day late policy: the same command grades nothing and `grade` is each late
+   row's score less 10% per started day, every other row's score;
 3. one hidden test is changed (a copy of the repository, the lesson's causal weights mistyped) and the class
    is graded with --regrade: changes.csv lists exactly the submissions that passed that test, each with that
    test's flip and nothing else.
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
+import math
 import pathlib
 import shutil
 import subprocess
@@ -116,6 +119,27 @@ def check_similarity(members, out: pathlib.Path, problems: list[str]) -> None:
           f"{len(false)} pairs across origins; {len(hands)} independent hands, {len(hand_pairs)} pairs among them")
 
 
+def check_late_policy(repo: pathlib.Path, export: pathlib.Path, out: pathlib.Path, workers: int,
+                      scores: dict[str, float], late_hours: dict[str, float], problems: list[str]) -> None:
+    """2b. The course sets a 10%-per-day late policy (its copy's assignment.toml) and runs the same command again:
+    it grades nothing (a policy changes no score), and `grade` is each planted late row's score less 10% per started
+    day late, every other row's score."""
+    spec = repo / "assignment" / "assignment.toml"
+    spec.write_text(spec.read_text().replace("\n[settings]\n", '\n[settings]\nlate_policy = "per_day"\n'
+                                                                  "late_deduction = 10.0\n"))
+    took = grade(repo, export, out, workers, "--due", DUE)
+    rows = {row["name"]: row for row in table(out / "grades.csv")}
+    off = []
+    for name, score in scores.items():
+        days = math.ceil(late_hours[name] / 24) if name in late_hours else 0
+        expected = score * (1 - min(10.0 * days, 100.0) / 100)
+        if abs(float(rows[name]["grade"]) - expected) > 1e-3 or float(rows[name]["score"]) != score:
+            off.append(f"{name}: score {rows[name]['score']}, grade {rows[name]['grade']}, expected {expected:g}")
+    problems += [f"late policy: {line}" for line in off]
+    print(f"2b. the same command with a 10%-per-day late policy: {took:.1f} s; {len(off)} rows off "
+          f"({len(late_hours)} late: their grade {', '.join(rows[n]['grade'] for n in sorted(late_hours))})")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=200)
@@ -163,14 +187,16 @@ def main(argv=None) -> int:
     passed_before = {name for name in scores
                      if any(CHANGED_NAME in test and verdict == "passed"
                             for test, verdict in changes.verdicts(out / "results", slugs[name]).items())}
-    repo = work / "repository"   # the working tree as it is (tracked files and new ones), with one test changed
+    repo = work / "repository"   # the working tree as it is (tracked files and new ones): a course's own copy
     files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
                            capture_output=True, text=True, check=True).stdout.split()
     for name in files:
         if (REPO / name).is_file():
             (repo / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, repo / name)
-    test_file = repo / CHANGED_TEST
+    check_late_policy(repo, export, out, args.workers, scores, late_hours, problems)
+
+    test_file = repo / CHANGED_TEST   # now one hidden test changed
     text = test_file.read_text()
     assert text.count(CHANGED_FROM) == 1, f"{CHANGED_TEST} no longer holds {CHANGED_FROM}"
     test_file.write_text(text.replace(CHANGED_FROM, CHANGED_TO))
