@@ -58,6 +58,15 @@ class LoadFreeClock:
         self.read_at = now
         return now - self.started - self.forgiven
 
+    def past(self, net: float, wall_net: float) -> str:
+        """Which net the tree has run past, in words ("" where none): `net` of load-free time, or `wall_net` of
+        plain wall-clock time behind it, which no box can stretch (Limits.wall_net)."""
+        if self.elapsed() > net:
+            return f"{net:g} s, not counting waits for a busy machine's CPU"
+        if time.monotonic() - self.started > wall_net:
+            return f"{wall_net:g} s of wall-clock time"
+        return ""
+
 
 def kernel_reports_waits() -> bool:
     return processes.run_delay_seconds(os.getpid()) is not None

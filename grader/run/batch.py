@@ -10,7 +10,6 @@ import select
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -259,7 +258,7 @@ def _grade(template: Template, todo, out, request: Request, note, earlier_rows, 
                 free_gpus.append(job.gpu)
             record(submission, job.outcome())
         for _submission, job in running.values():
-            if job.clock.elapsed() > allowed or time.monotonic() - job.clock.started > allowed_wall:
+            if job.clock.past(allowed, allowed_wall):
                 processes.kill_group(job.pid)   # a hung worker: an engine failure (graded again next run), never a zero
         if not ready:
             progress.show()

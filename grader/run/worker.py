@@ -302,16 +302,6 @@ class Boxes:
             processes.kill_children_except(set())   # strays of sandboxes that ended long ago
 
 
-def _net_passed(clock: LoadFreeClock, net: float, wall_net: float) -> str:
-    """Which net a grading has passed, in words ("" where none): the load-free one (the engine's own work past the
-    student's budget), or the wall-clock one behind it (no box can stretch that)."""
-    if clock.elapsed() > net:
-        return f"{net:g} s, not counting waits for a busy machine's CPU"
-    if time.monotonic() - clock.started > wall_net:
-        return f"{wall_net:g} s of wall-clock time"
-    return ""
-
-
 def _fits(spare: Spare, second: bool) -> bool:
     """Whether a waiting sandbox suits a call: the second device warm in it for a call on that device; for a call
     on the CPU, one that warmed up nothing, so that one which did waits for the second-device tests (the engine
@@ -358,7 +348,7 @@ def _serve(control, trusted_pid: int, boxes: Boxes, clock: LoadFreeClock, net: f
             if time.monotonic() > next_reading:   # a reading walks the process tree: twice a second is enough
                 next_reading = time.monotonic() + 0.5
                 boxes.watch_disk()
-                passed = _net_passed(clock, net, boxes.settings.limits.wall_net(net))
+                passed = clock.past(net, boxes.settings.limits.wall_net(net))
                 if passed:
                     os.kill(trusted_pid, 9)
                     os.waitpid(trusted_pid, 0)
