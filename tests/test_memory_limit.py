@@ -22,7 +22,7 @@ import pytest
 from autograder.adversarial import memory, read_rows, result_files, verify
 from autograder.adversarial.base import Context
 from autograder.samples import write_submission
-from grader.contain import isolation, memcg, processes
+from grader.contain import cgroupfs, isolation, memcg, processes
 from grader.paths import REPO
 from tests.grading_command import grade
 from tests.patience import SAFETY_NET_S
@@ -116,8 +116,8 @@ def test_cgroup_v2_is_found_from_mountinfo_and_a_missing_controller_is_named(tmp
     (tmp_path / "grader" / "cgroup.controllers").write_text("cpu io memory pids\n")
     read = memcg._read
     monkeypatch.setattr(memcg, "_read", lambda path: "0::/grader\n" if path == "/proc/self/cgroup" else read(path))
-    monkeypatch.setattr(memcg, "_mounts", lambda: [("/", "/proc", "proc", "rw"),
-                                                   ("/", str(tmp_path), "cgroup2", "rw,nsdelegate")])
+    monkeypatch.setattr(cgroupfs, "mounts", lambda: [("/", "/proc", "proc", "rw"),
+                                                      ("/", str(tmp_path), "cgroup2", "rw,nsdelegate")])
     assert memcg.own_group() == str(tmp_path / "grader") and memcg.is_v2(memcg.own_group())
     (tmp_path / "grader" / "cgroup.controllers").write_text("cpu io pids\n")
     with pytest.raises(OSError, match="cgroup v2: the memory controller is not available in"):

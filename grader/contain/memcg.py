@@ -25,7 +25,6 @@ from grader.contain import cgroupfs, processes
 
 RUN_PREFIX = "autograder-"
 BOX_PREFIX = cgroupfs.BOX_PREFIX
-_mounts, _inside = cgroupfs.mounts, cgroupfs.inside
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _registered: set[int] = set()   # processes whose run group is removed at their exit
 
@@ -72,9 +71,9 @@ def own_group() -> str:
         return v1
     memberships = [line.split(":", 2)[2] for line in _read("/proc/self/cgroup").splitlines()
                    if line.startswith("0::")]
-    for root, point, kind, _options in _mounts() if memberships else ():
+    for root, point, kind, _options in cgroupfs.mounts() if memberships else ():
         if kind == "cgroup2":
-            group = _inside(point, root, memberships[0])
+            group = cgroupfs.inside(point, root, memberships[0])
             if "memory" not in _read(os.path.join(group, "cgroup.controllers")).split():
                 raise OSError(errno.ENOENT, f"cgroup v2: the memory controller is not available in {group}")
             return group
@@ -86,9 +85,9 @@ def _own_v1(controller: str) -> str:
     for line in _read("/proc/self/cgroup").splitlines():
         _number, controllers, path = line.split(":", 2)
         if controller in controllers.split(","):
-            for root, point, kind, options in _mounts():
+            for root, point, kind, options in cgroupfs.mounts():
                 if kind == "cgroup" and controller in options.split(","):
-                    return _inside(point, root, path)
+                    return cgroupfs.inside(point, root, path)
             raise OSError(errno.ENOENT, f"the cgroup v1 {controller} controller is not mounted")
     return ""
 
