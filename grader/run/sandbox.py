@@ -230,28 +230,27 @@ def serve(sock, wires: tripwires.Tripwires, submission: str) -> None:
         messages.decode(reader.read(None), messages.Go)
     except protocol.ProtocolError:   # closed (a spare never used) or not the trusted side's word
         return
-    as_students = _in_the_students_words(submission)
     try:
         student, unloadable = executor.import_student()   # a module that fails costs only its own names
     except BaseException as error:  # noqa: BLE001 - SystemExit at import is an import failure too
         _flush()
-        sock.sendall(Failure(type(error).__name__[:100], as_students(_describe(error)), wires.drain()).encode())
+        said = _as_students(_describe(error), submission)
+        sock.sendall(Failure(type(error).__name__[:100], said, wires.drain()).encode())
         return
     _flush()
-    sock.sendall(Ready({name: as_students(why) for name, why in unloadable.items()}, wires.drain()).encode())
+    sock.sendall(Ready({name: _as_students(why, submission) for name, why in unloadable.items()},
+                       wires.drain()).encode())
     while True:
         try:
             request = messages.decode(reader.read(None), *messages.REQUESTS)
         except protocol.Closed:
             return
         reply = answer(student, request, wires, submission)
-        if isinstance(reply, Failure):
-            reply = Failure(reply.type_name, as_students(reply.message), reply.events)
         _flush()
         try:
             data = reply.encode()
         except BaseException as error:  # noqa: BLE001 - a value the wire cannot carry, or a student's patch
-            why = executor.StudentFailure.of(error).message
+            why = _as_students(executor.StudentFailure.of(error).message, submission)
             data = Failure("TypeError", f"the result could not be sent back: {why}", wires.drain()).encode()
         sock.sendall(data)
 
@@ -269,14 +268,13 @@ def answer(student, request, wires: tripwires.Tripwires, submission: str):
                            ran.inputs_after, ran.attention_calls, wires.drain(), ran.sdpa_calls)
     except BaseException as error:  # noqa: BLE001 - everything the student raises is reported, even SystemExit
         failure = error if isinstance(error, executor.StudentFailure) else executor.StudentFailure.of(error)
-        return Failure(failure.type_name, failure.message, wires.drain())
+        return Failure(failure.type_name, _as_students(failure.message, submission), wires.drain())
 
 
-def _in_the_students_words(submission: str):
+def _as_students(text: str, submission: str) -> str:
     """A message's paths as the student knows them: the box's copy of the submission (/tmp/submission/student/x.py)
     is student/x.py, where the student's own files are."""
-    root = submission.rstrip(os.sep) + os.sep
-    return lambda text: text.replace(root, "")
+    return text.replace(submission.rstrip(os.sep) + os.sep, "")
 
 
 def _describe(error: BaseException) -> str:
