@@ -54,7 +54,7 @@ FULL_MARKS = 100.0
 
 
 @dataclass(frozen=True)
-class Case:
+class Trial:
     """One submission to grade and what it must score."""
     name: str               # its folder name, also its name in the gradebook
     kind: str               # "reference", "stubs", "bug" or "variant"
@@ -71,37 +71,37 @@ class Verdict:
     ok: bool
 
 
-def cases(quick: bool = False) -> list[Case]:
+def trials(quick: bool = False) -> list[Trial]:
     bugs, variants = [bug for bug in fresh(BUGS) if bug.part in SPEC.numbers], fresh(VARIANTS)
     if quick:
         first_per_part = {}
         for bug in bugs:
             first_per_part.setdefault(bug.part, bug)
         bugs, variants = list(first_per_part.values()), variants[:1]
-    return ([Case("reference", "reference", {}), Case("stubs", "stubs", None)]
-            + [Case(f"bug-{b.name}", "bug", b.overrides, b.part) for b in bugs]
-            + [Case(f"variant-{v.name}", "variant", v.overrides) for v in variants])
+    return ([Trial("reference", "reference", {}), Trial("stubs", "stubs", None)]
+            + [Trial(f"bug-{b.name}", "bug", b.overrides, b.part) for b in bugs]
+            + [Trial(f"variant-{v.name}", "variant", v.overrides) for v in variants])
 
 
-def judge(case: Case, results: dict | None) -> Verdict:
+def judge(trial: Trial, results: dict | None) -> Verdict:
     """Compare one graded submission with what its kind must score."""
     if results is None:
-        return Verdict(case.name, case.kind, "a result", "none written", False)
+        return Verdict(trial.name, trial.kind, "a result", "none written", False)
     row, score = of_results(results), float(results.get("score", 0.0))
     if row is None or row.status != "graded":
         got = "no gradebook row" if row is None else f"{row.status}: {row.message}"
-        return Verdict(case.name, case.kind, "graded", got, False)
-    if case.kind in ("reference", "variant"):
+        return Verdict(trial.name, trial.kind, "graded", got, False)
+    if trial.kind in ("reference", "variant"):
         got = f"{score:g}" + ("" if score == FULL_MARKS else f"; {failures(results)}")
-        return Verdict(case.name, case.kind, "100", got, score == FULL_MARKS)
-    if case.kind == "stubs":
-        return Verdict(case.name, case.kind, "0", f"{score:g}", score == 0.0)
+        return Verdict(trial.name, trial.kind, "100", got, score == FULL_MARKS)
+    if trial.kind == "stubs":
+        return Verdict(trial.name, trial.kind, "0", f"{score:g}", score == 0.0)
     # A bug must cost points in the part it lives in, not merely somewhere (a missing column: not lost).
-    most = float(PART_POINTS[case.part])
-    got = row.parts.get(case.part, most)
+    most = float(PART_POINTS[trial.part])
+    got = row.parts.get(trial.part, most)
     ok = got < most and score < FULL_MARKS
-    return Verdict(case.name, case.kind, f"part {case.part} < {most:g}",
-                   f"part {case.part}: {got:g}; total {score:g}", ok)
+    return Verdict(trial.name, trial.kind, f"part {trial.part} < {most:g}",
+                   f"part {trial.part}: {got:g}; total {score:g}", ok)
 
 
 def failures(results: dict, shown: int = 3) -> str:
@@ -124,9 +124,9 @@ def check_handout(handout: pathlib.Path) -> Verdict:
     return Verdict(handout.name, "handout", "clean", got, not findings)
 
 
-def write_cases(chosen: list[Case], folder: pathlib.Path) -> None:
-    for case in chosen:
-        write_submission(folder / case.name, solution=case.overrides is not None, overrides=case.overrides or {})
+def write_trials(chosen: list[Trial], folder: pathlib.Path) -> None:
+    for trial in chosen:
+        write_submission(folder / trial.name, solution=trial.overrides is not None, overrides=trial.overrides or {})
 
 
 def read_results(grades: pathlib.Path) -> dict[str, dict]:
@@ -140,14 +140,14 @@ def read_results(grades: pathlib.Path) -> dict[str, dict]:
     return found
 
 
-def grade(chosen: list[Case], autograder_zip: pathlib.Path, out: pathlib.Path, workers: int,
+def grade(chosen: list[Trial], autograder_zip: pathlib.Path, out: pathlib.Path, workers: int,
           env: dict | None = None) -> dict[str, dict]:
     """Write the submissions and grade them in one batch with the engine unpacked from autograder_zip;
-    returns case name -> its results.json (a case the engine wrote nothing for is absent)."""
+    returns trial name -> its results.json (a trial the engine wrote nothing for is absent)."""
     source = out / "autograder-source"
     with zipfile.ZipFile(autograder_zip) as zf:
         zf.extractall(source)
-    write_cases(chosen, out / "submissions")
+    write_trials(chosen, out / "submissions")
     # The runtime's command: results and grades.csv, no class report (nobody would read one of edits of one
     # reference, where every pair is alike).
     engine_bridge.run_engine([out / "submissions"], out / "grades", source, workers=workers,
@@ -155,9 +155,9 @@ def grade(chosen: list[Case], autograder_zip: pathlib.Path, out: pathlib.Path, w
     return read_results(out / "grades")
 
 
-def grade_cases(chosen: list[Case], autograder_zip: pathlib.Path, out: pathlib.Path, workers: int) -> list[Verdict]:
+def grade_trials(chosen: list[Trial], autograder_zip: pathlib.Path, out: pathlib.Path, workers: int) -> list[Verdict]:
     results = grade(chosen, autograder_zip, out, workers)
-    return [judge(case, results.get(case.name)) for case in chosen]
+    return [judge(trial, results.get(trial.name)) for trial in chosen]
 
 
 def adversarial_verdicts(out: pathlib.Path, workers: int, options=()) -> list[Verdict]:
@@ -188,7 +188,7 @@ def adversarial_verdicts(out: pathlib.Path, workers: int, options=()) -> list[Ve
 
 
 def selfcheck(out: pathlib.Path = DEFAULT_OUT, *, quick: bool = False, workers: int = 2,
-              chosen: list[Case] | None = None, dist: pathlib.Path | None = None) -> list[Verdict]:
+              chosen: list[Trial] | None = None, dist: pathlib.Path | None = None) -> list[Verdict]:
     """Build into out/dist (or take the build in dist) and run every check; returns one verdict per
     check (failures included)."""
     out = pathlib.Path(out).resolve()
@@ -206,7 +206,7 @@ def selfcheck(out: pathlib.Path = DEFAULT_OUT, *, quick: bool = False, workers: 
     public = handout_check.start_public_checks(built.handout, out / "handout")   # beside the grading
     graded = []
     try:
-        graded += grade_cases(cases(quick) if chosen is None else chosen, built.autograder, out, workers)
+        graded += grade_trials(trials(quick) if chosen is None else chosen, built.autograder, out, workers)
         if not quick and chosen is None:
             graded += adversarial_verdicts(out, workers)
     except engine_bridge.GradingFailed as error:

@@ -67,7 +67,7 @@ def radius(name: str, part: int, results: dict) -> Radius:
     return Radius(name, part, float(results["score"]), failed, round(lost.get(part, 0.0), 2), outside, root_named)
 
 
-def graded(chosen: list[selfcheck.Case], out: pathlib.Path, workers: int,
+def graded(chosen: list[selfcheck.Trial], out: pathlib.Path, workers: int,
            dist: pathlib.Path | None = None) -> tuple[list[Radius], list[str]]:
     """Grade the chosen bugs through the engine of a build (made in out/dist, or dist's), as the self-check does;
     (their radii, the names of cases the engine wrote no result for)."""
@@ -78,7 +78,7 @@ def graded(chosen: list[selfcheck.Case], out: pathlib.Path, workers: int,
     return radii(chosen, results), [case.name for case in chosen if case.name not in results]
 
 
-def radii(cases: list[selfcheck.Case], results: dict[str, dict]) -> list[Radius]:
+def radii(cases: list[selfcheck.Trial], results: dict[str, dict]) -> list[Radius]:
     return [radius(case.name.removeprefix("bug-"), case.part, results[case.name])
             for case in cases if case.kind == "bug" and case.name in results]
 
@@ -141,7 +141,7 @@ def main(argv=None) -> int:
     parser.add_argument("--bug", action="append", default=None, metavar="NAME",
                         help="only this bug of the zoo (repeatable); default: every bug")
     args = parser.parse_args(argv)
-    chosen = [case for case in selfcheck.cases() if case.kind == "bug"]
+    chosen = [case for case in selfcheck.trials() if case.kind == "bug"]
     if args.bug:
         unknown = set(args.bug) - {case.name.removeprefix("bug-") for case in chosen}
         if unknown:

@@ -53,8 +53,8 @@ def main(argv=None) -> int:
                                                            "--gpu): the CUDA tests must run in them")
     args = parser.parse_args(argv)
     out = args.out or pathlib.Path(tempfile.mkdtemp(prefix="gpu-engine-zoo-"))
-    cases = selfcheck.cases(quick=args.quick)
-    selfcheck.write_cases(cases, out / "submissions")
+    cases = selfcheck.trials(quick=args.quick)
+    selfcheck.write_trials(cases, out / "submissions")
     start = time.monotonic()
     options = ("--gpu",) if args.gpu else ()
     engine_bridge.run_engine([out / "submissions"], out / "grades", REPO, workers=args.workers,

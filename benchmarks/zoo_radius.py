@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="submissions graded at once (default 2)")
     args = parser.parse_args(argv)
     load = os.getloadavg()
-    chosen = [case for case in selfcheck.cases() if case.kind == "bug"]
+    chosen = [case for case in selfcheck.trials() if case.kind == "bug"]
     with tempfile.TemporaryDirectory(prefix="zoo-radius-") as scratch:
         found, missing = zoo_report.graded(chosen, pathlib.Path(scratch), args.workers)
     text = zoo_report.summary(found) + "\n\n" + zoo_report.by_part(found)

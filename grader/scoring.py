@@ -46,7 +46,7 @@ class TestOutcome:
 
 
 @dataclass
-class Report:
+class ScoreSheet:
     tests: list[TestOutcome]
     part_scores: dict[int, float]
     part_max: dict[int, float]
@@ -75,7 +75,7 @@ def shares(points: float, weights: list[float]) -> list[float]:
     return [share / unit for share in units]
 
 
-def score_outcomes(outcomes: list[TestOutcome]) -> Report:
+def score_outcomes(outcomes: list[TestOutcome]) -> ScoreSheet:
     """Fill in score and max_score of every outcome and add them up per part."""
     for outcome in outcomes:
         if outcome.part not in PART_POINTS:
@@ -90,7 +90,7 @@ def score_outcomes(outcomes: list[TestOutcome]) -> Report:
             outcome.score = share if outcome.status == "passed" else 0.0
         part_max[part] = float(points) if ran else 0.0
         part_scores[part] = round(sum(o.score for o in ran), POINT_DECIMALS)
-    return Report(outcomes, part_scores, part_max)
+    return ScoreSheet(outcomes, part_scores, part_max)
 
 
 def parts_using(part: int) -> set[int]:
@@ -104,7 +104,7 @@ def parts_listed(parts) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def cascade_notes(report: Report) -> list[str]:
+def cascade_notes(report: ScoreSheet) -> list[str]:
     """'Part 3 fails; Parts 5 and 6 use it: fix it first.' for every failing part that failing parts build on,
     unless it builds on a failing part itself (then that one is the root to name)."""
     failing = {o.part for o in report.tests if o.status == "failed"}
@@ -191,7 +191,7 @@ def _untagged(entry: dict) -> list[str]:
     return tags(int(match.group(1)), match.group(2)) if match else []
 
 
-def gradescope_results(report: Report, extra_output: str = "", lead: str = "") -> dict:
+def gradescope_results(report: ScoreSheet, extra_output: str = "", lead: str = "") -> dict:
     """The report in Gradescope's results.json schema (also the student's feedback); `lead`: what went wrong
     while grading (a timeout, say), first in the output. Each test is shown when the spec shows its part."""
     tests = [{

@@ -25,7 +25,7 @@ import pytest
 from assignment.spec import SPEC, Spec
 from grader.gateway import Gateway
 from grader.sanitize import valid_text
-from grader.scoring import Report, TestOutcome, gradescope_results, score_outcomes
+from grader.scoring import ScoreSheet, TestOutcome, gradescope_results, score_outcomes
 
 PLUGIN_NAME = "attention-grading"
 # The type names of errors that pytest prefixes to a failure's message, which the student does not need.
@@ -109,7 +109,7 @@ class GradingPlugin:
                     found.setdefault(test, gateway.hiding)
         return found
 
-    def report(self) -> Report:
+    def report(self) -> ScoreSheet:
         ordered = sorted(self.outcomes.items(), key=lambda pair: self._position.get(pair[0], len(self._position)))
         if self.spec.settings.forbidden_calls == "cost":
             broken = self.forbidden()

@@ -137,12 +137,12 @@ def low_precision_mha(state, num_heads, x, context=None, padding_mask=None, is_c
 
 
 @dataclass(frozen=True)
-class Outcome:
+class ForwardBackward:
     """A forward and its gradients: 'output', 'x', 'context' (if any) and every parameter name."""
     tensors: dict
 
 
-def _run_with_grads(mha, num_heads, inputs: Inputs, dtype, device) -> Outcome:
+def _run_with_grads(mha, num_heads, inputs: Inputs, dtype, device) -> ForwardBackward:
     state = {k: v.to(device, dtype).requires_grad_(True) for k, v in inputs.state.items()}
     forward = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in inputs.forward.items()}
     for key in ("x", "context"):
@@ -153,35 +153,35 @@ def _run_with_grads(mha, num_heads, inputs: Inputs, dtype, device) -> Outcome:
     grads = vector_jacobian([output], [inputs.grad_output], differentiable.values())
     tensors = {"output": output.detach().cpu()}
     tensors.update({name: g.detach().cpu() for name, g in zip(differentiable, grads, strict=True)})
-    return Outcome(tensors)
+    return ForwardBackward(tensors)
 
 
-def golden_outcome(case: Case, inputs: Inputs) -> Outcome:
+def golden_outcome(case: Case, inputs: Inputs) -> ForwardBackward:
     """float64 on the CPU, through the suite's oracle."""
     return _run_with_grads(oracle.mha, case.num_heads, inputs, torch.float64, "cpu")
 
 
-def low_precision_outcome(case: Case, inputs: Inputs, device) -> Outcome:
+def low_precision_outcome(case: Case, inputs: Inputs, device) -> ForwardBackward:
     return _run_with_grads(low_precision_mha, case.num_heads, inputs, inputs.dtype, device)
 
 
 @dataclass(frozen=True)
-class Expected:
-    golden: Outcome
+class Target:
+    golden: ForwardBackward
     tolerances: dict   # name -> Tolerance
 
 
-def expected_for(case: Case, inputs: Inputs, device) -> Expected:
+def expected_for(case: Case, inputs: Inputs, device) -> Target:
     golden = golden_outcome(case, inputs)
     low = low_precision_outcome(case, inputs, device)
     tolerances = {name: derive_tolerance(golden.tensors[name], low.tensors[name],
                                          OUTPUT_FUDGE if name == "output" else GRAD_FUDGE)
                   for name in golden.tensors}
-    return Expected(golden, tolerances)
+    return Target(golden, tolerances)
 
 
 @functools.cache
-def cached_expectation(case: Case, dtype: torch.dtype, device: str) -> tuple[Inputs, Expected]:
+def cached_expectation(case: Case, dtype: torch.dtype, device: str) -> tuple[Inputs, Target]:
     inputs = make_inputs(case, dtype)
     return inputs, expected_for(case, inputs, device)
 
@@ -207,7 +207,7 @@ def run_student(student, case: Case, inputs: Inputs, *, fused: bool, device: str
     return run_module(student, spec, call_options(device, inputs.grad_output, backend))
 
 
-def check_agreement(result, case: Case, inputs: Inputs, expected: Expected, what: str, *, fused: bool = False):
+def check_agreement(result, case: Case, inputs: Inputs, expected: Target, what: str, *, fused: bool = False):
     """The student's output and every gradient within the derived tolerances of the float64 golden values; on the
     fused path, the output of the queries that see a key only (CASES says why)."""
     golden, tolerances = expected.golden.tensors, expected.tolerances

@@ -17,7 +17,7 @@ from grading_tests.checks import (
     run_module,
 )
 from grading_tests.placement import run_module_placed
-from grading_tests.second_opinions import Pair
+from grading_tests.second_opinions import Questions
 from grading_tests.tolerance import agree
 
 # (B, L, S or None for self-attention, E, H, lengths or None, is_causal, bias). Only "no-bias" has
@@ -200,11 +200,11 @@ def check_lesson(student, *, fused):
                      atol=2e-3, rtol=0)
 
 
-def dropping_then_not(fused: bool, seed: int) -> Pair:
+def dropping_then_not(fused: bool, seed: int) -> Questions:
     """A second opinion (second_opinions.py): dropout=0.5 in eval mode, then the same module with dropout=0.0."""
     init_kwargs, state, forward = case_inputs("self-padding", seed)
     dropping = {**init_kwargs, "dropout": 0.5}
-    return Pair(lambda student: module_output(student, dropping, state, forward, fused=fused,
+    return Questions(lambda student: module_output(student, dropping, state, forward, fused=fused,
                                               options=CallOptions(seed=1)),
                 lambda student: module_output(student, init_kwargs, state, forward, fused=fused,
                                               options=CallOptions(seed=2)),

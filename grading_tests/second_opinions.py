@@ -1,8 +1,8 @@
 """Second opinions: a test that compares two answers of the student's code gets the second from a process that
 never saw the first's inputs, so a process that remembered the first answer cannot give it back.
 
-A test says which two calls it compares with the decorator second_opinion(case, *args): case(*args) returns a
-Pair of two functions of the `student` gateway, and the `opinions` fixture gives the test what both returned
+A test says which two calls it compares with the decorator second_opinion(case, *args): case(*args) returns the
+Questions: two functions of the `student` gateway, and the `opinions` fixture gives the test what both returned
 (an Opinions). The suite asks every such test's first call, then moves to a new process (student.start_afresh())
 and asks every second call there: one new sandbox for all of them, not one per test. Each call runs under its
 own test's name, so a forbidden call it makes is charged to that test, and what it raises is raised in that
@@ -22,7 +22,7 @@ MARKER = "second_opinion"
 
 
 @dataclass
-class Pair:
+class Questions:
     first: Callable[[Gateway], Any]
     second: Callable[[Gateway], Any]   # asked in a process that never saw first's inputs
     context: Any = None                # what the test needs besides the answers to judge them
@@ -38,8 +38,8 @@ class Opinions:
 _ANSWERS = pytest.StashKey[dict]()
 
 
-def second_opinion(case: Callable[..., Pair], *args) -> pytest.MarkDecorator:
-    """The test's marker: its Pair is case(*args). (with_args: a marker called with one function alone would
+def second_opinion(case: Callable[..., Questions], *args) -> pytest.MarkDecorator:
+    """The test's marker: its Questions is case(*args). (with_args: a marker called with one function alone would
     decorate that function instead.)"""
     return getattr(pytest.mark, MARKER).with_args(case, *args)
 
@@ -60,7 +60,7 @@ def answers(request, student: Gateway) -> Opinions:
 def ask(student: Gateway, marks: dict) -> dict[str, Opinions | BaseException]:
     """test id -> its Opinions, or what its first or second call raised, for each test's second_opinion mark:
     every first call, then one new process, then every second call."""
-    pairs: dict[str, Pair] = {nodeid: mark.args[0](*mark.args[1:]) for nodeid, mark in marks.items()}
+    pairs: dict[str, Questions] = {nodeid: mark.args[0](*mark.args[1:]) for nodeid, mark in marks.items()}
     firsts = {nodeid: _as_test(student, nodeid, pair.first) for nodeid, pair in pairs.items()}
     student.start_afresh()
     results: dict[str, Opinions | BaseException] = {}

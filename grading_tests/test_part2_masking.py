@@ -20,7 +20,7 @@ from grading_tests.checks import (
     randn,
 )
 from grading_tests.placement import call_placed
-from grading_tests.second_opinions import Pair, second_opinion
+from grading_tests.second_opinions import Questions, second_opinion
 from grading_tests.tolerance import agree
 
 pytestmark = pytest.mark.part(2)
@@ -371,7 +371,7 @@ def future_tokens_changed():
     q2, k2, v2 = q.clone(), k.clone(), v.clone()
     for t in (q2, k2, v2):
         t[:, 4:] += 10.0
-    return Pair(lambda student: attend(student, q, k, v, is_causal=True),
+    return Questions(lambda student: attend(student, q, k, v, is_causal=True),
                 lambda student: attend(student, q2, k2, v2, is_causal=True))
 
 
@@ -392,7 +392,7 @@ def padded_keys_changed():
     for b, n in enumerate(lengths):
         k2[b, n:] = randn(8 - n, 6, seed=69 + b, scale=5.0)
         v2[b, n:] = randn(8 - n, 4, seed=72 + b, scale=5.0)
-    return Pair(lambda student: attend(student, q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1), mask),
+    return Questions(lambda student: attend(student, q.unsqueeze(1), k.unsqueeze(1), v.unsqueeze(1), mask),
                 lambda student: attend(student, q.unsqueeze(1), k2.unsqueeze(1), v2.unsqueeze(1), mask))
 
 
@@ -409,7 +409,7 @@ PERMUTATION = torch.tensor([3, 0, 6, 1, 5, 2, 4])
 
 def tokens_permuted():
     x = randn(2, 7, 6, seed=75)
-    return Pair(lambda student: attend(student, x, x, x),
+    return Questions(lambda student: attend(student, x, x, x),
                 lambda student: attend(student, x[:, PERMUTATION], x[:, PERMUTATION], x[:, PERMUTATION]))
 
 

@@ -20,7 +20,7 @@ from grading_tests.module_checks import (
     module_output,
     module_spec,
 )
-from grading_tests.second_opinions import Pair, second_opinion
+from grading_tests.second_opinions import Questions, second_opinion
 from grading_tests.tolerance import agree
 
 pytestmark = pytest.mark.part(5)
@@ -123,7 +123,7 @@ def test_no_dropout_in_eval_mode(opinions):
 
 def trained_then_evaluated():
     init_kwargs, state, forward = case_inputs("cross-padding", 640)
-    return Pair(lambda student: module_output(student, init_kwargs, state, forward, training=True),
+    return Questions(lambda student: module_output(student, init_kwargs, state, forward, training=True),
                 lambda student: module_output(student, init_kwargs, state, forward),
                 context=describe_forward(init_kwargs, forward, False, True))
 
@@ -143,7 +143,7 @@ def padded_tokens_changed():
     changed = forward["x"].clone()
     for b, n in enumerate(PADDING_LENGTHS):
         changed[b, n:] = randn(7 - n, 12, seed=651 + b, scale=5.0)
-    return Pair(lambda student: module_output(student, init_kwargs, state, forward),
+    return Questions(lambda student: module_output(student, init_kwargs, state, forward),
                 lambda student: module_output(student, init_kwargs, state, {**forward, "x": changed}))
 
 
@@ -160,7 +160,7 @@ def future_tokens_changed():
     init_kwargs, state, forward = case_inputs("self-causal", 660)
     changed = forward["x"].clone()
     changed[:, 3:] += 4.0
-    return Pair(lambda student: module_output(student, init_kwargs, state, forward),
+    return Questions(lambda student: module_output(student, init_kwargs, state, forward),
                 lambda student: module_output(student, init_kwargs, state, {**forward, "x": changed}))
 
 
@@ -176,7 +176,7 @@ PERMUTATION = torch.tensor([4, 2, 0, 3, 1])
 
 def tokens_permuted():
     init_kwargs, state, forward = case_inputs("self", 670)
-    return Pair(lambda student: module_output(student, init_kwargs, state, forward),
+    return Questions(lambda student: module_output(student, init_kwargs, state, forward),
                 lambda student: module_output(student, init_kwargs, state, {"x": forward["x"][:, PERMUTATION]}))
 
 

@@ -91,7 +91,7 @@ def dist(tmp_path_factory, worker_id) -> pathlib.Path:
 
 @dataclass(frozen=True)
 class GradedZoo:
-    cases: dict[str, selfcheck.Case]   # case name ("reference", "stubs", "bug-...", "variant-...") -> case
+    cases: dict[str, selfcheck.Trial]   # case name ("reference", "stubs", "bug-...", "variant-...") -> case
     results: dict[str, dict]           # case name -> its results.json (absent: the engine wrote none)
     out: pathlib.Path                  # the self-check's working folder (submissions/, grades/)
     verdicts: list[selfcheck.Verdict]  # the self-check's, in its order: the handout's first, then the cases'
@@ -107,13 +107,13 @@ VERDICTS = "verdicts.json"
 def check_whole_zoo(dist: pathlib.Path, out: pathlib.Path) -> None:
     """The self-check, every case of the zoo chosen (the adversarial zoo is tests/test_engine.py's); its verdicts
     kept in out for every worker."""
-    verdicts = selfcheck.selfcheck(out, chosen=selfcheck.cases(), workers=WORKERS, dist=dist)
+    verdicts = selfcheck.selfcheck(out, chosen=selfcheck.trials(), workers=WORKERS, dist=dist)
     (out / VERDICTS).write_text(json.dumps([dataclasses.astuple(v) for v in verdicts]))
 
 
 @pytest.fixture(scope="session")
 def graded_zoo(dist, tmp_path_factory, worker_id) -> GradedZoo:
-    cases = {case.name: case for case in selfcheck.cases()}
+    cases = {case.name: case for case in selfcheck.trials()}
     out = made_once(tmp_path_factory, worker_id, "zoo", lambda out: check_whole_zoo(dist, out))
     verdicts = [selfcheck.Verdict(*fields) for fields in json.loads((out / VERDICTS).read_text())]
     return GradedZoo(cases, selfcheck.read_results(out / "grades"), out, verdicts)

@@ -6,7 +6,7 @@ import pathlib
 import subprocess
 import sys
 
-from grader.gradescope import gradescope_view
+from grader.gradescope import view
 from grader.scoring import is_public_check
 from tests.patience import SAFETY_NET_S
 
@@ -23,4 +23,4 @@ def outcomes(results: dict) -> list[tuple]:
     """Each test's name, score, maximum and status, in order; Gradescope's summary by part and the handout's public
     checks (which the batch writes only when told) left out."""
     return [(t["name"], t.get("score"), t.get("max_score"), t.get("status")) for t in results["tests"]
-            if t["name"] != gradescope_view.SUMMARY_TITLE and not is_public_check(t)]
+            if t["name"] != view.SUMMARY_TITLE and not is_public_check(t)]

@@ -64,11 +64,11 @@ import json, sys, tempfile
 from grader.contain import isolation
 from grader.contain.limits import Limits
 from grader.run import worker
-from grader.run.run_settings import Settings
+from grader.run.run_settings import RunSettings
 worker.prepare_template()
 for factor in map(float, sys.argv[2:]):
     limits = Limits(call_timeout=10.0, budget=100.0, grace=60.0, wall_net_factor=factor)
-    settings = Settings(limits, isolation.Plan(()), tempfile.mkdtemp(), tempfile.mkdtemp())
+    settings = RunSettings(limits, isolation.Plan(()), tempfile.mkdtemp(), tempfile.mkdtemp())
     outcome = worker.grade_one(sys.argv[1], settings)
     print(json.dumps([outcome.status, outcome.engine_failure, outcome.seconds, outcome.score, outcome.message]))
 """

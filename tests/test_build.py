@@ -149,7 +149,7 @@ def test_autograder_zip_carries_runner_plugin_engine_and_hidden_suite(dist):
     assert otter_config["plugins"] == [config.LOADER_PLUGIN] and otter_config["grade_from_log"] is False
     assert otter_config["show_hidden"] is True and otter_config["show_stdout"] is False
     for needed in ["run_autograder", "setup.sh", "requirements.txt", "grader/run/command.py",
-                   "grader/run/sandbox.py", "grader/gradescope/run_gradescope.py",
+                   "grader/run/sandbox.py", "grader/gradescope/run_autograder.py",
                    "grader/gradescope/plugin.py", "grader/gradescope/engine_bridge.py", "grading_tests/conftest.py",
                    f"files/{packaging.NOTEBOOK_NAME}"]:
         assert needed in listed, needed

@@ -18,7 +18,7 @@ from grader.run.outcome import Outcome
 from grader.run.pool import Job
 from grader.run.progress import Progress
 from grader.run.request import Request
-from grader.run.run_settings import Settings
+from grader.run.run_settings import RunSettings
 from grader.run.submissions import Submission
 from tests.patience import SAFETY_NET_S
 
@@ -128,8 +128,8 @@ def test_a_gpu_run_is_refused_here_saying_what_is_missing(tmp_path):
 
 
 def test_a_gpu_runs_settings_reach_every_process_and_its_line_says_what_a_box_reaches():
-    settings = Settings(Limits(), isolation.Plan(("landlock",)), "/s", "/t", (0, 1))
-    assert Settings.from_json(settings.to_json()) == settings
+    settings = RunSettings(Limits(), isolation.Plan(("landlock",)), "/s", "/t", (0, 1))
+    assert RunSettings.from_json(settings.to_json()) == settings
     assert batch.isolation_note(isolation.Plan(("landlock",)), [], (0, 1)).endswith(
         "; GPU: each submission's sandboxes one of 2, one at a time (its driver files alone)")
     assert "GPU" not in batch.isolation_note(isolation.Plan(("landlock",)), [])

@@ -14,7 +14,7 @@ import pytest
 from assignment.spec import SPEC
 from autograder.otter import harness, packaging
 from autograder.samples import write_submission
-from grader.gradescope import gradescope_schema, gradescope_view, run_gradescope
+from grader.gradescope import run_autograder, schema, view
 from grader.scoring import NOT_RUN_SHOWN, NOT_RUN_TITLE, PART_POINTS, is_public_check
 from tests.routes import outcomes, submit
 
@@ -68,7 +68,7 @@ def runs(dist, files, gradescope_reference, tmp_path_factory) -> dict[str, harne
     with ThreadPoolExecutor(2) as pool:
         done = pool.map(lambda name: harness.run(built[name], files[name], root / name), graded)
         return {"reference": gradescope_reference, **dict(zip(graded, done, strict=True))}
-LATER = gradescope_view.LATER_NOTES["after_published"]
+LATER = view.LATER_NOTES["after_published"]
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -83,7 +83,7 @@ def test_run_autograder_writes_results_where_gradescope_reads_them(runs, name):
 def test_the_reference_scores_full_marks_and_reads_when_it_will_see_more(gradescope_reference):
     results = gradescope_reference.results
     assert results["score"] == TOTAL
-    assert results["output"] == gradescope_view.GRADED_NOTE + gradescope_view.public_checks_note(results) + LATER
+    assert results["output"] == view.GRADED_NOTE + view.public_checks_note(results) + LATER
 
 
 def test_gradescope_gets_the_run_wide_batchs_scores_test_by_test(gradescope_reference, graded_zoo):
@@ -95,7 +95,7 @@ def test_a_syntax_error_costs_only_what_cannot_be_imported_and_the_student_sees_
     # masking.py is Part 2's, and Parts 5 and 6 import it: Parts 1, 3 and 4 are graded, and full.
     assert results["score"] == sum(PART_POINTS[number] for number in (1, 3, 4))
     first_line = results["output"].splitlines()[0]
-    assert first_line.startswith(gradescope_view.GRADED_NOTE + " Note: could not import causal_mask")
+    assert first_line.startswith(view.GRADED_NOTE + " Note: could not import causal_mask")
     assert "SyntaxError" in first_line and "masking.py" in first_line and "line" in first_line
     assert "the rest was graded" in first_line and first_line.endswith(LATER)
 
@@ -125,9 +125,9 @@ def test_hidden_results_are_shown_after_publication_and_stdout_to_instructors_on
 
 def test_results_meet_gradescopes_specification(runs):
     for name in CASES:
-        found = gradescope_schema.problems(runs[name].results)
-        found += gradescope_schema.total_problems(runs[name].results, TOTAL)
-        assert found == [], (name, gradescope_schema.summary(found))
+        found = schema.problems(runs[name].results)
+        found += schema.total_problems(runs[name].results, TOTAL)
+        assert found == [], (name, schema.summary(found))
 
 
 def test_the_cuda_tests_that_could_not_run_are_one_informational_line(runs):
@@ -140,7 +140,7 @@ def test_the_cuda_tests_that_could_not_run_are_one_informational_line(runs):
 def test_an_error_result_keeps_the_parts_maxima_and_names_the_error_once(runs):
     results = runs["nothing-imports"].results
     error = results["output"].split("Reason: ", 1)[1].removesuffix(LATER)
-    shown = [t for t in results["tests"] if t["name"] != gradescope_view.SUMMARY_TITLE and not is_public_check(t)]
+    shown = [t for t in results["tests"] if t["name"] != view.SUMMARY_TITLE and not is_public_check(t)]
     assert [t["max_score"] for t in shown] == [float(p) for p in PART_POINTS.values()]
     assert not any(error in t["output"] for t in shown)
 
@@ -152,7 +152,7 @@ def test_the_instructors_otter_config_decides_what_students_see(files, tmp_path)
     assert run.returncode == 0, run.stdout[-3000:]
     assert {t["visibility"] for t in run.results["tests"]} == {"hidden"}   # and no public check at all
     assert run.results["stdout_visibility"] == "after_published"
-    assert run.results["output"] == gradescope_view.GRADED_NOTE   # and no promise of a later view
+    assert run.results["output"] == view.GRADED_NOTE   # and no promise of a later view
 
 
 def test_an_engine_failure_tells_the_student_it_is_not_their_fault(files, dist, tmp_path):
@@ -165,9 +165,9 @@ def test_an_engine_failure_tells_the_student_it_is_not_their_fault(files, dist, 
             target.writestr(item, data)
     run = harness.run(broken, files["stubs"], tmp_path / "run")
     assert run.returncode == 1
-    assert run.results["output"] == run_gradescope.ENGINE_FAILED and run.results["score"] == 0.0
+    assert run.results["output"] == run_autograder.ENGINE_FAILED and run.results["score"] == 0.0
     assert "engine exploded" in run.stdout and "exit 3" in run.stdout
-    assert gradescope_schema.problems(run.results) == []
+    assert schema.problems(run.results) == []
 
 
 def test_the_harness_lays_out_gradescopes_folders(runs):

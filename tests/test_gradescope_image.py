@@ -123,6 +123,6 @@ def test_run_autograder_starts_the_gradescope_runner_with_the_image_python(shipp
     script = shipped.read("run_autograder").decode()
     assert script.startswith("#!/usr/bin/env bash\n")
     assert f"${{{image.PYTHON_OVERRIDE}:-{image.VENV}/bin/python}}" in script
-    assert "-m grader.gradescope.run_gradescope" in script and not FORBIDDEN.search(script)
+    assert "-m grader.gradescope.run_autograder" in script and not FORBIDDEN.search(script)
     for name in ("setup.sh", "run_autograder"):
         assert (shipped.getinfo(name).external_attr >> 16) & 0o111 == 0o111, f"{name} is not executable"

@@ -22,7 +22,7 @@ EARLIER = [harness.previous_submission("2026-01-30T09:00:00-08:00", 40.0),
 
 
 def graded(score: float = 90.0) -> dict:
-    """A results.json as the engine and gradescope_view leave it (a test entry, the row the batch reads back)."""
+    """A results.json as the engine and view leave it (a test entry, the row the batch reads back)."""
     row = Row(status="graded", score=score, max_score=100.0, grade=score)
     return {"score": score, "output": "Your submission was received and graded.", "visibility": "after_published",
             "tests": [{"name": "test_a", "score": score, "max_score": 100.0, "visibility": "after_published"}],

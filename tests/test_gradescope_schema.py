@@ -1,5 +1,5 @@
 """The results.json checker of Gradescope's specification, the otter_config keys and their meanings (checked
-against otter's own code), and what a student sees, when (gradescope_view): fast, no grading."""
+against otter's own code), and what a student sees, when (view): fast, no grading."""
 import copy
 import dataclasses
 
@@ -10,7 +10,7 @@ from otter.test_files.ok_test import OKTestFile
 
 from assignment.spec import SPEC, Spec, load
 from autograder.otter import config
-from grader.gradescope import gradescope_schema, gradescope_view, run_gradescope
+from grader.gradescope import run_autograder, schema, view
 from grader.run import trusted
 
 GOOD = {
@@ -44,11 +44,11 @@ BREACHES = {
 
 
 def test_a_document_as_gradescope_documents_it_has_no_problems():
-    assert gradescope_schema.problems(GOOD) == []
-    assert gradescope_schema.total_problems(GOOD, total=4.0) == []
-    gradescope_schema.validate(GOOD, total=4.0)
+    assert schema.problems(GOOD) == []
+    assert schema.total_problems(GOOD, total=4.0) == []
+    schema.validate(GOOD, total=4.0)
     # The specification's minimum: a score on every test instead of at the top.
-    gradescope_schema.validate({"tests": [{"score": 1}]})
+    schema.validate({"tests": [{"score": 1}]})
 
 
 @pytest.mark.parametrize("breach", sorted(BREACHES))
@@ -56,32 +56,32 @@ def test_each_breach_of_the_specification_is_named_by_its_field(breach):
     edit, field = BREACHES[breach]
     document = copy.deepcopy(GOOD)
     edit(document)
-    found = gradescope_schema.problems(document)
+    found = schema.problems(document)
     assert [p.field for p in found] == [field], found
-    with pytest.raises(gradescope_schema.SchemaError, match=field.replace("[", r"\[").replace("]", r"\]")):
-        gradescope_schema.validate(document)
+    with pytest.raises(schema.SchemaError, match=field.replace("[", r"\[").replace("]", r"\]")):
+        schema.validate(document)
 
 
 def test_points_must_add_up_exactly_and_the_run_must_say_how_long_it_took():
     document = copy.deepcopy(GOOD)
     document["tests"][1]["max_score"] = 3.002
     document.pop("execution_time")
-    fields = sorted(p.field for p in gradescope_schema.total_problems(document, total=4.0))
+    fields = sorted(p.field for p in schema.total_problems(document, total=4.0))
     assert fields == ["execution_time", "tests[].max_score (sum)"]
     document["score"] = 2.5
-    assert "score (sum)" in [p.field for p in gradescope_schema.total_problems(document, total=4.0)]
+    assert "score (sum)" in [p.field for p in schema.total_problems(document, total=4.0)]
     document["tests"][0]["score"] = 1.5
-    assert "tests[].score (range)" in [p.field for p in gradescope_schema.total_problems(document, total=4.0)]
+    assert "tests[].score (range)" in [p.field for p in schema.total_problems(document, total=4.0)]
     # Float sums that are 4 to the sixth decimal are 4.
     document = copy.deepcopy(GOOD)
     document["tests"][1]["max_score"] = 3.0000000000001
-    assert gradescope_schema.total_problems(document, total=4.0) == []
+    assert schema.total_problems(document, total=4.0) == []
 
 
 def test_the_summary_counts_what_it_does_not_list():
     document = copy.deepcopy(GOOD)
     document["tests"] = [dict(GOOD["tests"][0], status="skipped") for _ in range(5)]
-    text = gradescope_schema.summary(gradescope_schema.problems(document), per_field=2)
+    text = schema.summary(schema.problems(document), per_field=2)
     assert text.count("'skipped' is not one of passed, failed") == 2 and "... and 3 more" in text
 
 
@@ -118,7 +118,7 @@ def _otters_visibilities(show_hidden: bool, show_stdout: bool) -> tuple[str, str
 @pytest.mark.parametrize("show_stdout", [True, False])
 def test_show_hidden_and_show_stdout_mean_what_they_mean_to_otter(show_hidden, show_stdout):
     spec, _ = config.resolved(SPEC, {"show_hidden": show_hidden, "show_stdout": show_stdout})
-    shown = gradescope_view.present(engine_results(), spec, 1.0)
+    shown = view.present(engine_results(), spec, 1.0)
     assert (spec.visibility(1), shown["stdout_visibility"]) == _otters_visibilities(show_hidden, show_stdout)
 
 
@@ -172,54 +172,54 @@ def engine_results(status="graded", message="", visibility="after_published", fl
 
 
 def test_hidden_results_wait_for_publication_and_the_output_gives_no_score_away():
-    shown = gradescope_view.present(engine_results(), SPEC, 3.14159)
+    shown = view.present(engine_results(), SPEC, 3.14159)
     assert [t["visibility"] for t in shown["tests"]] == ["after_published"] * 3
     summary = shown["tests"][0]
-    assert summary["name"] == gradescope_view.SUMMARY_TITLE and summary["output"] == engine_results()["output"]
+    assert summary["name"] == view.SUMMARY_TITLE and summary["output"] == engine_results()["output"]
     assert "score" not in summary and "max_score" not in summary
     assert shown["visibility"] == "after_published" and shown["stdout_visibility"] == "hidden"
-    assert shown["output"] == gradescope_view.GRADED_NOTE + gradescope_view.LATER_NOTES["after_published"]
+    assert shown["output"] == view.GRADED_NOTE + view.LATER_NOTES["after_published"]
     assert "Part 1" not in shown["output"]
     assert shown["execution_time"] == 3.14 and shown["score"] == 1.0
-    assert gradescope_schema.problems(shown) == []
+    assert schema.problems(shown) == []
 
 
 def test_a_part_shown_at_once_is_visible_while_the_summary_waits_for_the_most_guarded_part():
     spec = spec_with(visibilities={1: "visible", 2: "after_due_date"})
-    shown = gradescope_view.present(engine_results(visibility="from the engine"), spec, 1.0)
-    assert gradescope_view.most_guarded(spec) == "after_published"   # parts 3 to 6 keep the default
+    shown = view.present(engine_results(visibility="from the engine"), spec, 1.0)
+    assert view.most_guarded(spec) == "after_published"   # parts 3 to 6 keep the default
     assert shown["tests"][0]["visibility"] == "after_published"
     assert [t["visibility"] for t in shown["tests"][1:]] == ["from the engine"] * 2   # the engine's, kept
 
 
 def test_the_at_once_text_says_which_parts_results_are_shown_at_once_and_when_the_others_come():
     """It agrees with the entries visible at once: a part made visible is shown now, not promised for later."""
-    shown = gradescope_view.present(engine_results(), spec_with(visibilities={1: "visible"}), 1.0)
-    assert shown["output"] == (gradescope_view.GRADED_NOTE + " The results of Part 1 are shown below; those of the "
+    shown = view.present(engine_results(), spec_with(visibilities={1: "visible"}), 1.0)
+    assert shown["output"] == (view.GRADED_NOTE + " The results of Part 1 are shown below; those of the "
                                "other parts will be shown here when your instructor publishes the grades.")
     every = spec_with(visibilities=dict.fromkeys(SPEC.numbers, "visible"))
-    assert gradescope_view.present(engine_results(), every, 1.0)["output"].endswith(" every part are shown below.")
+    assert view.present(engine_results(), every, 1.0)["output"].endswith(" every part are shown below.")
     due = spec_with(visibilities={1: "visible", 2: "visible", **dict.fromkeys(SPEC.numbers[2:], "after_due_date")})
-    assert gradescope_view.results_note(due) == (" The results of Parts 1 and 2 are shown below; those of the other "
+    assert view.results_note(due) == (" The results of Parts 1 and 2 are shown below; those of the other "
                                                  "parts will be shown here after the due date.")
 
 
 def test_what_students_see_at_each_moment_follows_each_entrys_visibility():
     results = engine_results(flags=["a flag"])
     results["tests"][0]["visibility"] = "visible"   # Part 1 shown at once, as a part made visible is
-    shown = gradescope_view.present(results, SPEC, 1.0)
-    now = gradescope_view.seen_by_students(shown, "visible")
-    published = gradescope_view.seen_by_students(shown, "after_published")
+    shown = view.present(results, SPEC, 1.0)
+    now = view.seen_by_students(shown, "visible")
+    published = view.seen_by_students(shown, "after_published")
     assert now == ["Part 1: test_a"]
-    assert published == [gradescope_view.SUMMARY_TITLE, "Part 1: test_a", "Part 2: test_b"]   # never the flags
-    report = run_gradescope.report(shown)
+    assert published == [view.SUMMARY_TITLE, "Part 1: test_a", "Part 2: test_b"]   # never the flags
+    report = run_autograder.report(shown)
     assert "  with it, at once: 1 test entry (Part 1: test_a)\n" in report
     assert "  after publication: 3 test entries" in report
 
 
 def test_never_shown_results_say_so_and_stdout_follows_show_stdout():
     spec = spec_with(show_hidden=False, show_stdout=True)
-    shown = gradescope_view.present(engine_results(visibility="hidden"), spec, 1.0)
+    shown = view.present(engine_results(visibility="hidden"), spec, 1.0)
     assert {t["visibility"] for t in shown["tests"]} == {"hidden"} and shown["visibility"] == "hidden"
     assert shown["stdout_visibility"] == "after_published"
 
@@ -228,29 +228,29 @@ def test_never_shown_results_say_so_and_stdout_follows_show_stdout():
 def test_a_submission_that_could_not_be_graded_or_ran_out_of_time_is_told_why_at_once_and_nothing_more(status):
     message = "SyntaxError: invalid syntax (student/masking.py, line 3)" if status == "error" else \
         trusted.CALLS_AT_ONCE["timeouts"]
-    shown = gradescope_view.present(engine_results(status, message), SPEC, 1.0)
+    shown = view.present(engine_results(status, message), SPEC, 1.0)
     assert shown["output"].startswith(f"Your submission was received; grading ended with {status}. Reason: {message}")
     assert [t["visibility"] for t in shown["tests"]] == ["after_published"] * 3   # the status changes nothing
     assert "Part 1" not in shown["output"] and "/ 3" not in shown["output"]
 
 
 def test_flags_reach_the_instructor_in_an_entry_students_never_see():
-    shown = gradescope_view.present(engine_results(flags=["forbidden call: the manual path called x (test_a)"]),
+    shown = view.present(engine_results(flags=["forbidden call: the manual path called x (test_a)"]),
                                     SPEC, 1.0)
     entry = shown["tests"][-1]
-    assert entry["name"] == gradescope_view.FLAGS_TITLE and entry["visibility"] == "hidden"
-    assert "forbidden call" in entry["output"] and gradescope_schema.problems(shown) == []
+    assert entry["name"] == view.FLAGS_TITLE and entry["visibility"] == "hidden"
+    assert "forbidden call" in entry["output"] and schema.problems(shown) == []
 
 
 def test_points_possible_scales_the_score_as_otter_does():
-    shown = gradescope_view.present(engine_results(), spec_with(points_possible=20), 1.0)
+    shown = view.present(engine_results(), spec_with(points_possible=20), 1.0)
     assert shown["score"] == pytest.approx(1.0 / 4.0 * 20)
-    unscaled = gradescope_view.present(engine_results(), spec_with(points_possible=4), 1.0)
+    unscaled = view.present(engine_results(), spec_with(points_possible=4), 1.0)
     assert unscaled["score"] == 1.0
 
 
 def test_presenting_leaves_the_engines_results_untouched():
     results = engine_results()
     before = copy.deepcopy(results)
-    gradescope_view.present(results, SPEC, 1.0)
+    view.present(results, SPEC, 1.0)
     assert results == before

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 import pytest
 
 from grader import suite
-from grader.gradescope import gradescope_schema
+from grader.gradescope import schema
 from grader.scoring import (
     MESSAGE_LIMIT,
     NOT_RUN_SHOWN,
@@ -68,7 +68,7 @@ def test_tests_that_did_not_run_are_one_informational_entry_not_a_status():
     assert entry["name"] == NOT_RUN_TITLE and "score" not in entry and "max_score" not in entry
     assert entry["output"].splitlines() == ["- 108 tests (Part 6): needs a CUDA GPU",
                                             "- Part 2, test_device: inconclusive on this machine: reads values"]
-    assert gradescope_schema.problems(results) == []
+    assert schema.problems(results) == []
 
 
 def test_the_informational_entry_lists_the_commonest_reasons_and_counts_the_rest():
@@ -95,7 +95,7 @@ def test_shares_add_up_to_exactly_the_parts_points(count):
                              for i in range(count)])
     results = gradescope_results(report)
     assert results["score"] == report.score == 100.0
-    assert gradescope_schema.total_problems({**results, "execution_time": 1.0}, 100) == []
+    assert schema.total_problems({**results, "execution_time": 1.0}, 100) == []
     for part, points in PART_POINTS.items():
         scores = [o.max_score for o in report.tests if o.part == part]
         assert sum(round(s * 10**4) for s in scores) == points * 10**4
@@ -114,8 +114,8 @@ def test_an_error_result_leads_with_the_error_keeps_the_maxima_and_says_it_once(
     assert results["output"].count(message) == 1 and all(message not in t["output"] for t in results["tests"])
     assert [(t["score"], t["max_score"]) for t in results["tests"]] == [(0.0, float(p)) for p in PART_POINTS.values()]
     assert "Part 2 Masking and attention weights: 0 / 30" in results["output"] and results["score"] == 0.0
-    assert gradescope_schema.problems(results) == []
-    assert gradescope_schema.total_problems({**results, "execution_time": 1.0}, 100) == []
+    assert schema.problems(results) == []
+    assert schema.total_problems({**results, "execution_time": 1.0}, 100) == []
 
 
 def test_the_recorder_keeps_pytests_skip_reason_without_its_prefix():

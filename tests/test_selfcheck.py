@@ -32,9 +32,9 @@ def test_selfcheck_fails_when_a_bug_costs_nothing_or_a_variant_is_wrong(dist, tm
     harmless = reference_source("scaling.py") + "\n# a comment changes nothing\n"
     wrong_variant = next(bug for bug in BUGS if bug.name == "no-scale")
     monkeypatch.setattr(selfcheck, "cases", lambda quick: [
-        selfcheck.Case("reference", "reference", {}),
-        selfcheck.Case("bug-harmless", "bug", {"scaling.py": harmless}, part=1),
-        selfcheck.Case("variant-not-really", "variant", wrong_variant.overrides),
+        selfcheck.Trial("reference", "reference", {}),
+        selfcheck.Trial("bug-harmless", "bug", {"scaling.py": harmless}, part=1),
+        selfcheck.Trial("variant-not-really", "variant", wrong_variant.overrides),
     ])
     assert selfcheck.main(["--out", str(tmp_path), "--quick", "--dist", str(dist)]) == 1
     table = capsys.readouterr().out
@@ -78,24 +78,24 @@ def row(status="graded", score=100.0, **parts):
 
 
 @pytest.mark.parametrize("case, results, ok", [
-    (selfcheck.Case("r", "reference", {}), row(), True),
-    (selfcheck.Case("r", "reference", {}), row(score=99.5, part1=9.5), False),
-    (selfcheck.Case("s", "stubs", None), row(score=0.0), True),
-    (selfcheck.Case("s", "stubs", None), row(score=0.5), False),
-    (selfcheck.Case("b", "bug", {}, part=3), row(score=95.0, part3=5.0), True),
-    (selfcheck.Case("b", "bug", {}, part=3), row(score=95.0, part4=5.0), False),   # lost points, in another part
-    (selfcheck.Case("b", "bug", {}, part=3), row(status="error", score=0.0), False),
-    (selfcheck.Case("v", "variant", {}), None, False),
+    (selfcheck.Trial("r", "reference", {}), row(), True),
+    (selfcheck.Trial("r", "reference", {}), row(score=99.5, part1=9.5), False),
+    (selfcheck.Trial("s", "stubs", None), row(score=0.0), True),
+    (selfcheck.Trial("s", "stubs", None), row(score=0.5), False),
+    (selfcheck.Trial("b", "bug", {}, part=3), row(score=95.0, part3=5.0), True),
+    (selfcheck.Trial("b", "bug", {}, part=3), row(score=95.0, part4=5.0), False),   # lost points, in another part
+    (selfcheck.Trial("b", "bug", {}, part=3), row(status="error", score=0.0), False),
+    (selfcheck.Trial("v", "variant", {}), None, False),
 ])
 def test_judge(case, results, ok):
     assert selfcheck.judge(case, results).ok is ok
 
 
 def test_quick_cases_cover_every_part_once():
-    chosen = selfcheck.cases(quick=True)
+    chosen = selfcheck.trials(quick=True)
     bugs = [c for c in chosen if c.kind == "bug"]
     assert sorted(c.part for c in bugs) == [1, 2, 3, 4, 5, 6]
-    assert len(selfcheck.cases()) == 2 + len(BUGS) + len(selfcheck.VARIANTS)
+    assert len(selfcheck.trials()) == 2 + len(BUGS) + len(selfcheck.VARIANTS)
 
 
 def test_a_public_check_that_fails_is_named_with_its_file():

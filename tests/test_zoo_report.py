@@ -80,4 +80,4 @@ def test_the_command_refuses_an_unknown_bug(capsys):
 
 
 def test_the_zoo_report_judges_the_same_cases_as_the_selfcheck():
-    assert {c.name for c in selfcheck.cases() if c.kind == "bug"} == {f"bug-{b.name}" for b in BUGS}
+    assert {c.name for c in selfcheck.trials() if c.kind == "bug"} == {f"bug-{b.name}" for b in BUGS}

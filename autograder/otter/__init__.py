@@ -2,13 +2,13 @@
 
 On Gradescope (no otter, no Jupyter kernel):
 - image: setup.sh (Python 3.11 and exactly the pins grading imports), run_autograder, the image's requirements.
-- run_gradescope: what run_autograder starts: grades /autograder/submission, writes results/results.json.
+- run_autograder: what run_autograder starts: grades /autograder/submission, writes results/results.json.
 - engine_bridge: the one door from here to grading: runs the batch command on one submission.
 - config: the otter_config.json keys honoured (otter's meanings; hidden tests shown after publication).
-- gradescope_view: the engine's results as Gradescope should show them under that config.
-- gradescope_schema: Gradescope's results.json specification as a checker.
+- view: the engine's results as Gradescope should show them under that config.
+- schema: Gradescope's results.json specification as a checker.
 Locally:
-- plugin: `otter run -a autograder.zip` grades through run_gradescope too (loaded by otter-loader/).
+- plugin: `otter run -a autograder.zip` grades through run_autograder too (loaded by otter-loader/).
 - harness: Gradescope's harness rebuilt in a temporary folder (`python -m autograder.otter.harness`).
 Building:
 - packaging: assembles dist/autograder.zip, the student notebook and the student handout zip.

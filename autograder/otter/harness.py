@@ -146,7 +146,7 @@ def main(argv=None) -> int:
                          f"writes, or the .py files one by one as a student could upload them)")
         if not path.is_file():
             parser.error(f"{path}: no such file")
-    from grader.gradescope import gradescope_schema
+    from grader.gradescope import schema
 
     with tempfile.TemporaryDirectory(prefix="gradescope-harness-") as scratch:
         metadata = submission_metadata(created_at=args.at, due_date=args.due, previous=previous)
@@ -157,8 +157,8 @@ def main(argv=None) -> int:
             print("no results/results.json: Gradescope would show 'The autograder failed to execute correctly'")
             return 1
         print(json.dumps({k: v for k, v in outcome.results.items() if k != "tests"}, indent=2))
-        found = gradescope_schema.problems(outcome.results)
-        print(gradescope_schema.summary(found))
+        found = schema.problems(outcome.results)
+        print(schema.summary(found))
     return 0 if outcome.returncode == 0 and not found else 1
 
 

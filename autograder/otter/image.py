@@ -2,7 +2,7 @@
 
     requirements(files, pins)   the pins of exactly the third-party packages the shipped files import
     setup_sh(modules)           builds the image once: Python 3.11 from Ubuntu's archive, a venv, the pins
-    run_autograder()            grades each submission: grader.gradescope.run_gradescope with that venv
+    run_autograder()            grades each submission: grader.gradescope.run_autograder with that venv
 
 Otter's template installs Miniforge, a conda environment, otter-grader with Jupyter and pandas,
 Playwright with Chromium, and R build tools, because otter grades notebooks in a kernel. This grader
@@ -111,5 +111,5 @@ root="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
 # Started from inside source/ rather than from the copy Gradescope makes: the root is one level up.
 if [[ ! -d "$root/source" && -f "$root/otter_config.json" ]]; then root="$(dirname "$root")"; fi
 cd "$root/source"
-exec "${{{PYTHON_OVERRIDE}:-{VENV}/bin/python}}" -s -m grader.gradescope.run_gradescope "$root"
+exec "${{{PYTHON_OVERRIDE}:-{VENV}/bin/python}}" -s -m grader.gradescope.run_autograder "$root"
 """

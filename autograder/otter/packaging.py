@@ -39,7 +39,7 @@ PYPI_REQUIREMENTS = "requirements-pypi.txt"   # the handout's fallback where PyT
 # PyTorch's CPU wheels; without this index pip on Linux installs the multi-GB CUDA build.
 CPU_INDEX = image.CPU_INDEX
 
-# What of the repository goes into autograder.zip, at its top (the working folder of run_gradescope): the runtime
+# What of the repository goes into autograder.zip, at its top (the working folder of run_autograder): the runtime
 # package whole (grader/, which never imports these tools: an import-linter contract), the hidden suite, the spec's
 # module, and the handout's package file, which a flat upload of the graded modules is graded with. Nothing is
 # listed module by module: what grader/ holds ships.

@@ -34,7 +34,8 @@ class Written:
 
 
 def write(out: pathlib.Path, run, similarity: bool = True) -> Written:
-    """The class's files in out/ for a batch's run (batch.Run: its rows, the submissions it found, their contents)."""
+    """The class's files in out/ for a batch's run (batch.BatchRun: its rows, the submissions it found, their
+    contents)."""
     out = pathlib.Path(out)
     rows = run.rows
     charts = len(rows) >= CLASS_CHARTS_FROM

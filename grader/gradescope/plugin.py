@@ -1,6 +1,6 @@
 """The Otter plugin that makes `otter run -a autograder.zip SUBMISSION` grade exactly as Gradescope does.
 
-Gradescope runs autograder.zip's run_autograder, which never starts otter (grader.gradescope.run_gradescope).
+Gradescope runs autograder.zip's run_autograder, which never starts otter (grader.gradescope.run_autograder).
 `otter run`, the instructors' local check, does start otter, which would execute the student's notebook in
 a Jupyter kernel, run its tests there and read the scores back from a pickle the kernel writes; before that
 it unpickles the submission's `.OTTER_LOG` with dill. All of that is under the student's control (a planted
@@ -8,7 +8,7 @@ it unpickles the submission's `.OTTER_LOG` with dill. All of that is under the s
 the kernel alone costs seconds. This plugin, running in otter's trusted process:
 
 before_grading
-    1. grades the submission with run_gradescope.grade: the batch command (sandboxed engine + hidden suite
+    1. grades the submission with run_autograder.grade: the batch command (sandboxed engine + hidden suite
        of this autograder.zip) and the settings of the spec shipped with it, so the results.json is Gradescope's;
        the student's code never runs in this process;
     2. empties the submission folder (even when grading failed), so no student file is left for otter to
@@ -34,7 +34,7 @@ from otter.run.run_autograder.utils import OtterRuntimeError, print_output
 from otter.test_files import GradingResults
 
 from assignment.spec import SpecError
-from grader.gradescope import engine_bridge, gradescope_view, run_gradescope
+from grader.gradescope import engine_bridge, run_autograder, view
 
 # What otter itself puts into the submission folder before this plugin runs (not the student's).
 OTTER_ADDED = frozenset({"tests", "__init__.py"})
@@ -68,7 +68,7 @@ class EngineResults(GradingResults):
 
     @property
     def possible(self):
-        return gradescope_view.possible_points(self.engine_results)
+        return view.possible_points(self.engine_results)
 
     def summary(self, public_only: bool = False) -> str:
         return self.engine_results.get("output", "")
@@ -104,7 +104,7 @@ class EngineGradingPlugin(AbstractOtterPlugin):
         # Never trust the student's log: do not grade from it (it is also deleted below).
         ag_config.grade_from_log = False
         try:
-            self.engine_results = run_gradescope.grade(root, skip=OTTER_ADDED)
+            self.engine_results = run_autograder.grade(root, skip=OTTER_ADDED)
         except (engine_bridge.GradingFailed, SpecError) as error:
             print_output(f"\nThe grading engine failed:\n{error}\n")
             raise OtterRuntimeError("the grading engine failed; the instructor can see why in the "
@@ -130,4 +130,4 @@ class EngineGradingPlugin(AbstractOtterPlugin):
         results._catastrophic_error = None
 
     def generate_report(self):
-        return run_gradescope.report(self.engine_results)
+        return run_autograder.report(self.engine_results)

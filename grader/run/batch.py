@@ -23,7 +23,7 @@ from grader.run.outcome import Outcome
 from grader.run.pool import Template
 from grader.run.progress import Progress
 from grader.run.request import Request
-from grader.run.run_settings import Settings
+from grader.run.run_settings import RunSettings
 
 # Closed to other users when the sandboxes have their own user id (root): each must be unreadable to them.
 SECRETS = (REPO / "grading_tests", REPO / "assignment", REPO / ".git")
@@ -58,7 +58,7 @@ class SetupError(Exception):
 
 
 @dataclass
-class Run:
+class BatchRun:
     """What one batch run made, besides the files in out/ (results/ and grades.csv; the class reports are made
     from them afterwards: autograder/reports/)."""
     rows: list[Row]                      # every submission's row, this run's and those kept from before
@@ -76,7 +76,7 @@ class Run:
     shard: tuple[int, int] | None = None   # --shard: the part (i, n) of the class this run graded (no grades.csv)
 
 
-def grade_all(request: Request, *, template: Template | None = None, progress_stream=None) -> Run:
+def grade_all(request: Request, *, template: Template | None = None, progress_stream=None) -> BatchRun:
     """Grade everything under request.paths that its out/ has no result for yet: results/<slug>.json each, and
     grades.csv (request.py says what each field asks). A submission already graded in out/ is graded again when
     its content changed since (the row says so), or when request.force names it.
@@ -103,7 +103,7 @@ def grade_all(request: Request, *, template: Template | None = None, progress_st
                              f"run the engine from the environment's real place, "
                              f"{os.path.join(os.path.realpath(sys.prefix), 'bin', os.path.basename(sys.executable))}")
         known = source_rules.evidence_by_digest(STUDENT_DIR)   # the handout's own files: read once, not per submission
-        template.configure(Settings(limits, plan, sandbox_root, trusted_root, gpus, request.public_checks, known))
+        template.configure(RunSettings(limits, plan, sandbox_root, trusted_root, gpus, request.public_checks, known))
         (out / "results").mkdir(parents=True, exist_ok=True)
         done, taken = gradebook.load_done(out)
         found = submissions.shard_of(submissions.discover(list(request.paths), taken, staging=exports_root,
@@ -129,7 +129,7 @@ def grade_all(request: Request, *, template: Template | None = None, progress_st
         rows += _grade(template, todo, out, request, note, list(rows), progress, contents, again, suite,
                        gradebook_too=shard is None)
         progress.close()
-        run = Run(rows, note, found, contents, stale=sum(r.graded_with != suite for r in rows),
+        run = BatchRun(rows, note, found, contents, stale=sum(r.graded_with != suite for r in rows),
                   kept=len(found) - len(todo))
         if earlier:
             run.earlier = earlier

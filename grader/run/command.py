@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from grader.run.run_settings import Settings
+    from grader.run.run_settings import RunSettings
 
 # The paragraphs of this docstring that a command built on this one shows in its --help as they are.
 SHARED_HELP = ("Exit status:", "A class larger than one machine:")
@@ -127,7 +127,7 @@ def main_output(run, out: str, code: int) -> int:
 
 def grade(argv=None, arguments: argparse.ArgumentParser | None = None, read_metadata=None,
           started: tuple[int, int] | None = None, staging: str | None = None):
-    """(exit status, the batch's Run or None, the parsed arguments): the whole batch, results and grades.csv.
+    """(exit status, the batch's BatchRun or None, the parsed arguments): the whole batch, results and grades.csv.
     read_metadata: how a Gradescope export's metadata is read (the instructor's command gives it; without it an
     export is refused, saying which command reads it). started: the template, where the caller started it.
     staging: where export zips are extracted, a private folder the caller removes after its reports (request.py)."""
@@ -150,10 +150,10 @@ def _template(started: tuple[int, int] | None):
 
         def __init__(self):
             self.real: Template | None = None
-            self.settings: Settings | None = None
+            self.settings: RunSettings | None = None
             self.closed = False
 
-        def configure(self, settings: Settings) -> None:
+        def configure(self, settings: RunSettings) -> None:
             self.settings = settings
 
         def start(self, source: str, keep: str | None = None, gpu: int | None = None, *, more: bool = False):

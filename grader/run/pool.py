@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from grader.contain import processes
 from grader.contain.load_free import LoadFreeClock
 from grader.run import template_boot
-from grader.run.run_settings import Settings
+from grader.run.run_settings import RunSettings
 
 if TYPE_CHECKING:   # its import reads the spec (15 ms) that the template's fork need not wait for
     from grader.run.outcome import Outcome
@@ -67,7 +67,7 @@ class Template:
         self.control = socket.socket(fileno=control)
         self.closed = False
 
-    def configure(self, settings: Settings) -> None:
+    def configure(self, settings: RunSettings) -> None:
         self._send(settings.to_json())
 
     def _send(self, text: str) -> None:
@@ -120,7 +120,7 @@ def _template_main(control: socket.socket, parent: int) -> None:
         from grader.run import worker  # torch: in the template, never in the batch
 
         sys.argv[:] = ["autograder-template"]
-        settings = Settings.from_json(_receive(control))   # sent once the batch has probed the kernel's layers
+        settings = RunSettings.from_json(_receive(control))   # sent once the batch has probed the kernel's layers
         cuda = bool(settings.gpus)   # a GPU run: no emulated second device anywhere (it would take CUDA's place)
         worker.prepare_template(full=False, cuda=cuda)   # a run's only worker starts sooner (see prepare_template)
         served = 0
@@ -153,7 +153,7 @@ def _receive(control: socket.socket) -> str:
     return control.recv(size, socket.MSG_WAITALL).decode()
 
 
-def _worker_main(source: str, keep: str | None, result_fd: int, settings: Settings, parent: int,
+def _worker_main(source: str, keep: str | None, result_fd: int, settings: RunSettings, parent: int,
                  gpu: int | None = None) -> None:
     code = 0
     try:

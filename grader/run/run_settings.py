@@ -22,7 +22,7 @@ def gpu_environment(gpu: int | None) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class Settings:
+class RunSettings:
     limits: Limits
     plan: isolation.Plan         # the layers every sandbox applies (isolation.probe)
     sandbox_root: str            # 0711: sandboxes can enter their own folder but list nothing
@@ -40,7 +40,7 @@ class Settings:
                            "known_sources": self.known_sources})
 
     @classmethod
-    def from_json(cls, text: str) -> Settings:
+    def from_json(cls, text: str) -> RunSettings:
         from grader.contain import isolation
         from grader.contain.limits import Limits
 

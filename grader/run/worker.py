@@ -33,7 +33,7 @@ from grader.contain.load_free import LoadFreeClock
 from grader.gateway.client import SECOND_WANTED, SPAWNED
 from grader.run import public_checks, sandbox, submissions
 from grader.run.outcome import Outcome
-from grader.run.run_settings import Settings
+from grader.run.run_settings import RunSettings
 
 
 def prepare_template(*, full: bool = True, cuda: bool = False) -> None:
@@ -53,7 +53,7 @@ def prepare_template(*, full: bool = True, cuda: bool = False) -> None:
 KEPT = ("pytest.log", "sandbox-output.txt")   # what the trusted process leaves in its folder, for --keep
 
 
-def grade_one(source: str, settings: Settings, private_fds=(), keep: str | None = None,
+def grade_one(source: str, settings: RunSettings, private_fds=(), keep: str | None = None,
               gpu: int | None = None) -> Outcome:
     """Grade one submission (a folder or a zip).
 
@@ -101,7 +101,8 @@ def _keep(work_dir: str, keep: str) -> None:
             shutil.copyfile(os.path.join(work_dir, name), os.path.join(keep, name))
 
 
-def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fds, gpu: int | None = None) -> Outcome:
+def _run_trusted(private_dir: str, work_dir: str, settings: RunSettings, private_fds,
+                 gpu: int | None = None) -> Outcome:
     processes.become_subreaper()   # whatever a sandbox leaves running becomes ours to sweep
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     worker = os.getpid()
@@ -140,14 +141,14 @@ def _run_trusted(private_dir: str, work_dir: str, settings: Settings, private_fd
     return outcome
 
 
-def net(settings: Settings) -> float:
+def net(settings: RunSettings) -> float:
     """Load-free seconds after which a submission's grading is stopped as the engine's failure: the submission's
     own (Limits.submission_net), and the public checks' budget where they run."""
     checks = public_checks.limits_for(settings.limits).budget if settings.public_checks else 0.0
     return settings.limits.submission_net + checks
 
 
-def _result(work_dir: str, settings: Settings, exit_status: int | None, killed: str) -> Outcome:
+def _result(work_dir: str, settings: RunSettings, exit_status: int | None, killed: str) -> Outcome:
     if killed:   # the student's code had its budget at most: the rest is the engine's, so a later run grades it again
         return Outcome.failed(f"grader error: grading took longer than {killed}, and was stopped (the student's "
                               f"code is stopped at its budget of {settings.limits.budget:g} s); a later run grades "
@@ -184,7 +185,7 @@ class Spare:
 class Boxes:
     """The sandboxes of one submission: forked on request, and nothing of them left once they end."""
 
-    def __init__(self, settings: Settings, private_dir: str, trusted_pid: int, gpu: int | None = None):
+    def __init__(self, settings: RunSettings, private_dir: str, trusted_pid: int, gpu: int | None = None):
         self.settings, self.private_dir, self.trusted_pid = settings, private_dir, trusted_pid
         self.plan = settings.plan
         self.gpu = gpu                  # the GPU each of its boxes may open (a GPU run)

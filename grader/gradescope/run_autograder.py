@@ -1,6 +1,6 @@
 """What Gradescope runs for each submission: grade ROOT/submission, write ROOT/results/results.json.
 
-    python -m grader.gradescope.run_gradescope [ROOT]      (ROOT: /autograder unless given)
+    python -m grader.gradescope.run_autograder [ROOT]      (ROOT: /autograder unless given)
 
 Gradescope's layout (its "Autograder Specifications"): ROOT/source holds autograder.zip unpacked (this
 package, the engine, the hidden suite, otter_config.json), ROOT/submission the student's upload unpacked,
@@ -10,7 +10,7 @@ resolved at build time).
 The run_autograder script of autograder.zip (autograder.otter.image) starts this module from ROOT/source.
 
 No Jupyter kernel, no notebook and no otter import: the batch command grades the student/ package
-(engine_bridge), gradescope_view applies the course's settings, course_policies its submission budget and late
+(engine_bridge), view applies the course's settings, course_policies its submission budget and late
 policy (from submission_metadata.json), and stdout (shown to instructors,
 and to students only under show_stdout) gets a short report, with any breach of Gradescope's specification.
 When the engine itself fails, the student gets a result saying so and the exit status is 1, as otter does.
@@ -25,7 +25,7 @@ import time
 from collections.abc import Set as AbstractSet
 
 from assignment import spec as assignment_spec
-from grader.gradescope import course_policies, engine_bridge, gradescope_schema, gradescope_view
+from grader.gradescope import course_policies, engine_bridge, schema, view
 from grader.row import Row, of_results
 from grader.sanitize import valid_text
 
@@ -53,7 +53,7 @@ def grade(root: pathlib.Path, *, skip: AbstractSet[str] = frozenset()) -> dict:
         if allowance.counts:
             raise
         return course_policies.not_counted(allowance, time.perf_counter() - start)   # never a lower grade
-    shown = gradescope_view.present(results, spec, time.perf_counter() - start)
+    shown = view.present(results, spec, time.perf_counter() - start)
     if not allowance.counts:
         return course_policies.not_counted(allowance, time.perf_counter() - start, shown)
     return course_policies.applied(shown, metadata, spec.settings)
@@ -79,7 +79,7 @@ def report(results: dict) -> str:
     lines.append(f"Students see now: {results['output']}")
     for moment, words in (("visible", "with it, at once"), ("after_due_date", "after the due date"),
                           ("after_published", "after publication")):
-        entries = gradescope_view.seen_by_students(results, moment)
+        entries = view.seen_by_students(results, moment)
         if entries or moment == "after_published":
             shown = "; ".join(entries[:3]) + (f"; and {len(entries) - 3} more" if len(entries) > 3 else "")
             lines.append(f"  {words}: {len(entries)} test entr{'y' if len(entries) == 1 else 'ies'}"
@@ -95,7 +95,7 @@ def write_results(root: pathlib.Path, results: dict) -> pathlib.Path:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader.gradescope.run_gradescope", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m grader.gradescope.run_autograder", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("root", nargs="?", type=pathlib.Path, default=DEFAULT_ROOT,
                         help="the folder laid out as Gradescope's /autograder (default: /autograder)")
@@ -109,9 +109,9 @@ def main(argv=None) -> int:
         return 1
     write_results(root, results)
     print(report(results))
-    found = gradescope_schema.problems(results)
+    found = schema.problems(results)
     if found:   # written all the same: Gradescope reads what it can, and the instructor sees what it cannot
-        print(gradescope_schema.summary(found))
+        print(schema.summary(found))
     return 0
 
 

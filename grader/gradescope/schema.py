@@ -1,8 +1,8 @@
 """Gradescope's results.json specification, as a checker: what Gradescope's harness accepts from run_autograder.
 
-    problems(document)                 -> [Problem(field, message), ...]   breaches of Gradescope's specification
+    problems(document)                 -> [Breach(field, message), ...]   breaches of Gradescope's specification
     summary(problems)                  -> a short report, a few problems per field
-    total_problems(document, total)    -> [Problem, ...]   this project's rules on top: points add up exactly
+    total_problems(document, total)    -> [Breach, ...]   this project's rules on top: points add up exactly
                                           to `total`, scores within their maxima, execution_time present
     validate(document, total=None)     raises SchemaError listing every problem
 
@@ -11,7 +11,7 @@ every key is optional except that a score must be given at the top or on every t
 "passed" or "failed"; visibilities are hidden, after_due_date, after_published, visible; output formats
 are text, html, simple_format, md, ansi. Keys the specification does not name are reported too, since
 Gradescope drops them silently (a misspelt "visiblity" would show a hidden test).
-Each Problem names its field ("tests[].status"; a project rule adds "(sum)" or "(range)"), so a caller can
+Each Breach names its field ("tests[].status"; a project rule adds "(sum)" or "(range)"), so a caller can
 tell one kind of breach from another.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ POINT_DECIMALS = 6
 
 
 @dataclass(frozen=True)
-class Problem:
+class Breach:
     field: str      # "score", "tests[].status", "leaderboard[].order", ...
     message: str
 
@@ -52,31 +52,31 @@ def _is_number(value) -> bool:
 
 def _check_choice(found, field, value, choices, where=""):
     if value not in choices:
-        found.append(Problem(field, f"{where}{value!r} is not one of {', '.join(choices)}"))
+        found.append(Breach(field, f"{where}{value!r} is not one of {', '.join(choices)}"))
 
 
 def _check_type(found, field, value, kind, name, where=""):
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-        found.append(Problem(field, f"{where}must be {name}, got {type(value).__name__} {value!r:.60}"))
+        found.append(Breach(field, f"{where}must be {name}, got {type(value).__name__} {value!r:.60}"))
         return False
     return True
 
 
 def _unknown_keys(found, where, document, known):
     for key in sorted(set(document) - known):
-        found.append(Problem(f"{where}{key}", "not a key of Gradescope's specification"))
+        found.append(Breach(f"{where}{key}", "not a key of Gradescope's specification"))
 
 
-def _test_problems(test, index) -> list[Problem]:
-    found: list[Problem] = []
+def _test_problems(test, index) -> list[Breach]:
+    found: list[Breach] = []
     where = f"tests[{index}] "
     if not isinstance(test, dict):
-        return [Problem("tests[]", f"{where}must be an object, got {type(test).__name__}")]
+        return [Breach("tests[]", f"{where}must be an object, got {type(test).__name__}")]
     for key in sorted(set(test) - TEST):
-        found.append(Problem(f"tests[].{key}", f"{where}has {key!r}, not a key of Gradescope's specification"))
+        found.append(Breach(f"tests[].{key}", f"{where}has {key!r}, not a key of Gradescope's specification"))
     for key in ("score", "max_score"):
         if key in test and not _is_number(test[key]):
-            found.append(Problem(f"tests[].{key}", f"{where}must be a finite number, got {test[key]!r}"))
+            found.append(Breach(f"tests[].{key}", f"{where}must be a finite number, got {test[key]!r}"))
     for key, choices in (("status", STATUSES), ("visibility", VISIBILITIES), ("name_format", OUTPUT_FORMATS),
                          ("output_format", OUTPUT_FORMATS)):
         if key in test:
@@ -92,8 +92,8 @@ def _test_problems(test, index) -> list[Problem]:
     return found
 
 
-def _leaderboard_problems(board) -> list[Problem]:
-    found: list[Problem] = []
+def _leaderboard_problems(board) -> list[Breach]:
+    found: list[Breach] = []
     if not _check_type(found, "leaderboard", board, list, "a list"):
         return found
     for entry in board:
@@ -101,25 +101,25 @@ def _leaderboard_problems(board) -> list[Problem]:
             continue
         _unknown_keys(found, "leaderboard[].", entry, LEADERBOARD_ENTRY)
         if not isinstance(entry.get("name"), str):
-            found.append(Problem("leaderboard[].name", "each entry needs a string name"))
+            found.append(Breach("leaderboard[].name", "each entry needs a string name"))
         if "value" not in entry or not (_is_number(entry["value"]) or isinstance(entry["value"], str)):
-            found.append(Problem("leaderboard[].value", "each entry needs a number or string value"))
+            found.append(Breach("leaderboard[].value", "each entry needs a number or string value"))
         if "order" in entry:
             _check_choice(found, "leaderboard[].order", entry["order"], LEADERBOARD_ORDERS)
     return found
 
 
-def problems(document) -> list[Problem]:
+def problems(document) -> list[Breach]:
     """Every breach of Gradescope's specification (empty: Gradescope accepts it as written)."""
     if not isinstance(document, dict):
-        return [Problem("(document)", f"must be a JSON object, got {type(document).__name__}")]
-    found: list[Problem] = []
+        return [Breach("(document)", f"must be a JSON object, got {type(document).__name__}")]
+    found: list[Breach] = []
     _unknown_keys(found, "", document, TOP_LEVEL)
     if "score" in document and not _is_number(document["score"]):
-        found.append(Problem("score", f"must be a finite number, got {document['score']!r}"))
+        found.append(Breach("score", f"must be a finite number, got {document['score']!r}"))
     if "execution_time" in document and not (_is_number(document["execution_time"])
                                              and document["execution_time"] >= 0):
-        found.append(Problem("execution_time", f"must be seconds (a number >= 0), got {document['execution_time']!r}"))
+        found.append(Breach("execution_time", f"must be seconds (a number >= 0), got {document['execution_time']!r}"))
     if "output" in document:
         _check_type(found, "output", document["output"], str, "a string")
     for key in ("output_format", "test_output_format", "test_name_format"):
@@ -135,35 +135,35 @@ def problems(document) -> list[Problem]:
         for index, test in enumerate(tests):
             found += _test_problems(test, index)
     if "score" not in document and (not tests or any(isinstance(t, dict) and "score" not in t for t in tests)):
-        found.append(Problem("score", "missing: give a top-level score or a score on every test"))
+        found.append(Breach("score", "missing: give a top-level score or a score on every test"))
     if "leaderboard" in document:
         found += _leaderboard_problems(document["leaderboard"])
     return found
 
 
-def total_problems(document: dict, total: float) -> list[Problem]:
+def total_problems(document: dict, total: float) -> list[Breach]:
     """This project's rules beyond the specification, for a document that meets it: the tests' maxima add
     up to exactly `total`, each score lies in [0, max_score], the top-level score is the tests' sum, and
     the run says how long it took."""
-    found: list[Problem] = []
+    found: list[Breach] = []
     if "execution_time" not in document:
-        found.append(Problem("execution_time", "missing: Gradescope shows how long grading took from it"))
+        found.append(Breach("execution_time", "missing: Gradescope shows how long grading took from it"))
     tests = [t for t in document.get("tests") or [] if isinstance(t, dict)]
     if tests:
         possible = round(sum(t.get("max_score", 0) for t in tests), POINT_DECIMALS)
         if possible != round(total, POINT_DECIMALS):
-            found.append(Problem("tests[].max_score (sum)", f"the tests' maxima add up to {possible:g}, not {total:g}"))
+            found.append(Breach("tests[].max_score (sum)", f"the tests' maxima add up to {possible:g}, not {total:g}"))
         earned = round(sum(t.get("score", 0) for t in tests), POINT_DECIMALS)
         if "score" in document and round(document["score"], POINT_DECIMALS) != earned:
-            found.append(Problem("score (sum)", f"{document['score']:g} is not the tests' sum {earned:g}"))
+            found.append(Breach("score (sum)", f"{document['score']:g} is not the tests' sum {earned:g}"))
     for index, test in enumerate(tests):
         if not 0 <= test.get("score", 0) <= test.get("max_score", math.inf):
-            found.append(Problem("tests[].score (range)", f"tests[{index}] scores {test.get('score')} of "
+            found.append(Breach("tests[].score (range)", f"tests[{index}] scores {test.get('score')} of "
                                                           f"{test.get('max_score')}"))
     return found
 
 
-def summary(found: list[Problem], per_field: int = 3) -> str:
+def summary(found: list[Breach], per_field: int = 3) -> str:
     """A short report of problems: a count and the first few of each field."""
     if not found:
         return "results.json meets Gradescope's specification"
