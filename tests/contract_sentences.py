@@ -19,17 +19,14 @@ cells to fill in; for pasting after a docstring changes.
 from __future__ import annotations
 
 import ast
-import contextlib
 import dataclasses
 import difflib
-import io
 import re
 import sys
 from dataclasses import dataclass
 
-import pytest
-
 from assignment.spec import SPEC
+from autograder import consistency
 from autograder.stubs import GRADED_MODULES
 from autograder.zoo import fresh
 from autograder.zoo.bugs import BUGS
@@ -67,27 +64,10 @@ class HiddenTest:
         return self.test.split("::")[1]
 
 
-class _Collector:
-    """pytest plugin: the hidden suite's items, collected only (nothing runs)."""
-
-    def __init__(self):
-        self.items = []
-
-    def pytest_collection_modifyitems(self, items):
-        self.items = list(items)
-
-
 def hidden_tests() -> list[HiddenTest]:
     """Every hidden test function (its parametrizations together) with its part, in the suite's order."""
-    collector = _Collector()
-    with contextlib.redirect_stdout(io.StringIO()):   # pytest's own lines are not the caller's output
-        code = pytest.main([str(REPO / "grading_tests"), "--collect-only", "-qq", "-p", "no:cacheprovider",
-                            f"--rootdir={REPO}", "-o", "addopts="], plugins=[collector])
-    if code != 0:
-        raise RuntimeError(f"collecting grading_tests failed (pytest exit {code}): run "
-                           f"`python -m pytest grading_tests --collect-only` to see why")
     found: dict[str, HiddenTest] = {}
-    for item in collector.items:
+    for item in consistency.collected_tests():
         name = f"{item.path.name}::{item.originalname}"
         found.setdefault(name, HiddenTest(name, item.get_closest_marker("part").args[0]))
     return list(found.values())
