@@ -8,7 +8,7 @@
 Everything else takes the assignment from here: the handout's generated files (autograder/derived.py),
 the engine's graded names, the points and titles of the results (grader/scoring.py), Gradescope's
 settings. Dependencies run one way: assignment.spec <- autograder <- grading_tests; this module imports
-nothing of the project, and nothing but the standard library.
+nothing of the project but its error (spec_error.py), and nothing but the standard library.
 """
 from __future__ import annotations
 
@@ -19,16 +19,14 @@ import tomllib
 import typing
 from dataclasses import dataclass, field, fields, replace
 
+from assignment.spec_error import SpecError
+
 SPEC_FILE = pathlib.Path(__file__).resolve().with_name("assignment.toml")
 # When students see a part's hidden results on Gradescope (its results.json visibility values).
 VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
 FORBIDDEN_POLICIES = ("cost", "flag")
 LATE_POLICIES = ("none", "per_hour", "per_day", "late_days")
 OVER_BUDGET = ("keep_last", "grade_hidden")
-
-
-class SpecError(ValueError):
-    """The declaration cannot be used: the message names the file, the key and what to write instead."""
 
 
 def setting(default, meaning: str, *, choices: tuple = (), positive: bool = False, at_most: float | None = None,

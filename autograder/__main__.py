@@ -6,6 +6,8 @@ import importlib
 import os
 import sys
 
+from assignment.spec_error import SpecError
+
 COMMANDS = {
     "grade": ("autograder.grade_cli", "grade submissions safely into a gradebook"),
     "build": ("autograder.build_cli", "build dist/: student notebook, handout zip, Gradescope autograder.zip"),
@@ -53,11 +55,9 @@ def main(argv=None) -> int:
     try:
         module = importlib.import_module(COMMANDS[argv[0]][0])
         return module.main(argv[1:]) if started is None else module.main(argv[1:], started=started)
-    except ValueError as error:
+    except SpecError as error:
         # The spec is read as the commands' modules load (assignment.spec may fail to import): an instructor's
         # edit of assignment/assignment.toml gets what is wrong, not a traceback.
-        if type(error).__qualname__ != "SpecError" or type(error).__module__ != "assignment.spec":
-            raise
         print(f"{argv[0]}: the assignment's declaration cannot be used: {error}", file=sys.stderr)
         return 1
 

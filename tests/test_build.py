@@ -157,7 +157,8 @@ def test_autograder_zip_carries_runner_plugin_engine_and_hidden_suite(dist):
     # package file, and the public checks Gradescope runs on each upload with the table of parts they import.
     checks = sorted(f"student/tests/{path.name}" for path in (REPO / "student" / "tests").glob("*.py"))
     assert [n for n in listed if n.split("/")[0] in ("assignment", "student") and "__pycache__" not in n] == \
-        ["assignment/assignment.toml", "assignment/spec.py", "student/__init__.py", "student/parts.py", *checks], \
+        ["assignment/assignment.toml", "assignment/spec.py", "assignment/spec_error.py", "student/__init__.py",
+         "student/parts.py", *checks], \
         "no reference or student code"
     shipped = [n for n in listed if n.split("/")[0] in packaging.OUR_PACKAGES and "__pycache__" not in n]
     assert closure.missing_imports(REPO, shipped, packaging.OUR_PACKAGES) == []

@@ -19,6 +19,7 @@ from grader.paths import REPO
 from grader.scoring import PART_POINTS, PART_TITLES, parts_using
 from grader.wire import executor
 from student.parts import PARTS
+from tests.repository_copy import command, edit, repository_copy
 
 PACKAGES = ("assignment", "autograder", "grading_tests", "student")
 
@@ -68,6 +69,15 @@ def test_a_broken_declaration_is_refused_with_the_file_and_what_to_write(case, t
     with pytest.raises(SpecError, match=message) as raised:
         load(path)
     assert SPEC_FILE.name in str(raised.value)
+
+
+def test_a_command_run_on_a_broken_declaration_says_what_is_wrong_without_a_traceback(tmp_path):
+    """The declaration is read as assignment.spec is imported, so the command's own import is what fails."""
+    copy = repository_copy(tmp_path)
+    edit(copy, "assignment/assignment.toml", "total = 100", "total = = 100")
+    ran = command(copy, "spec")
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr[-2000:]
+    assert "spec: the assignment's declaration cannot be used" in ran.stderr and "not valid TOML" in ran.stderr
 
 
 def test_the_checked_in_declaration_reads_back_from_what_autograder_zip_carries(tmp_path):

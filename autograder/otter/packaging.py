@@ -45,8 +45,8 @@ CPU_INDEX = image.CPU_INDEX
 # listed module by module: what grader/ holds ships.
 # The runtime, the hidden suite, the spec, the handout's package file (for uploads without it) and the handout's
 # public checks with the table of parts they import (Gradescope runs them on each upload: grader/run/public_checks.py).
-SHIPPED_SOURCES = ("grader", "grading_tests", "assignment/spec.py", "student/__init__.py", "student/parts.py",
-                   "student/tests")
+SHIPPED_SOURCES = ("grader", "grading_tests", "assignment/spec.py", "assignment/spec_error.py", "student/__init__.py",
+                   "student/parts.py", "student/tests")
 SPEC_NAME = "assignment/assignment.toml"   # written into autograder.zip from the resolved spec
 OUR_PACKAGES = ("assignment", "autograder", "grader", "grading_tests", "student")
 BYTECODE = ("__pycache__", "*.pyc")
