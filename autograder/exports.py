@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pathlib
 
-from grader.run.submissions import METADATA
+from grader.run.unpacking import METADATA
 
 
 def read_metadata(folder: pathlib.Path) -> dict:

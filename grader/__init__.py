@@ -23,7 +23,7 @@ Processes (the shape of a zygote sandbox: a warm template, forked, locked down b
   it or in anything it forks; imports torch and warms it up; forks one worker per submission, so a
   worker that dies costs only its own submission. Before the second worker (before the first, where more
   follow) it also loads pytest and the emulated second device, so every later process starts warm.
-- worker (run/worker.py): unpacks one submission (run/submissions.py: no links, nothing but source the rule's
+- worker (run/worker.py): unpacks one submission (run/unpacking.py: no links, nothing but source the rule's
   reader can read, every oddity an error row), forks its trusted process and, on request, sandboxes (the first
   one before it is asked); when a sandbox ends it makes sure nothing of it is left.
 - trusted (run/trusted.py): runs pytest on grading_tests with SandboxGateway (gateway/client.py) as the

@@ -21,7 +21,7 @@ from this reader: it is the data the submission consists of.
   reader read, so it is flagged for a human (loaded_flags); it costs nothing, as a correct solution may still be
   what runs.
 
-What cannot be read does not run: the unpacking (grader/run/submissions.py) lets nothing but source files reach a
+What cannot be read does not run: the unpacking (grader/run/unpacking.py) lets nothing but source files reach a
 box (is_source), and leaves out a source file this reader could not read as the box's Python would compile it
 (unreadable: larger than MAX_FILE_BYTES, nested past the parser's depth, written in a codec only the box's own code
 could register, or null bytes: a zip or marshalled code named .py).

@@ -15,7 +15,7 @@ from autograder.samples import write_submission
 from autograder.stubs import GRADED_MODULES
 from grader.paths import REPO, STUDENT_DIR
 from grader.row import Row
-from grader.run import gradebook, submissions
+from grader.run import gradebook, submissions, unpacking
 from tests.patience import SAFETY_NET_S
 
 METADATA = """\
@@ -94,8 +94,8 @@ def test_inside_a_folder_of_submissions_an_export_is_one_submission(tmp_path, gi
     found = submissions.discover([holder], staging=str(tmp_path / "staging"), read_metadata=read_metadata)
     assert [(s.name, s.submission_id, s.submitters) for s in found] == [
         ("assignment_7_export" if given == "folder above the export" else "upload", "", ())]
-    with pytest.raises(submissions.SubmissionError, match="a grader names an export itself"):
-        submissions.unpack(found[0].location, str(tmp_path / "private"))
+    with pytest.raises(unpacking.SubmissionError, match="a grader names an export itself"):
+        unpacking.unpack(found[0].location, str(tmp_path / "private"))
 
 
 def test_with_no_exports_even_a_named_path_is_one_submission(tmp_path):
@@ -109,7 +109,7 @@ def test_with_no_exports_even_a_named_path_is_one_submission(tmp_path):
     found = submissions.discover([upload], exports=False)
     assert [(s.name, s.submitters) for s in found] == [("upload", ())]
     os.mkdir(tmp_path / "private")
-    submissions.unpack(found[0].location, str(tmp_path / "private"))
+    unpacking.unpack(found[0].location, str(tmp_path / "private"))
     assert (tmp_path / "private" / "student" / "__init__.py").is_file()
 
 
@@ -147,7 +147,7 @@ def test_an_export_zips_submissions_keep_their_identity_across_runs(tmp_path):
 def test_an_export_is_refused_by_the_runtimes_own_discovery_saying_which_command_reads_it(tmp_path):
     """The runtime that ships to Gradescope reads no export (PyYAML is the instructor's tools'): it says so."""
     export = export_folder(tmp_path / "src")
-    with pytest.raises(submissions.SubmissionError, match=r"is a Gradescope export: grade it with `python -m "
+    with pytest.raises(unpacking.SubmissionError, match=r"is a Gradescope export: grade it with `python -m "
                                                           r"autograder grade`"):
         submissions.discover([export])
 
@@ -171,7 +171,7 @@ def test_an_export_zip_with_a_link_is_refused_whole(tmp_path):
         link = zipfile.ZipInfo("assignment_7_export/submission_101/student/evil.py")
         link.external_attr = 0o120777 << 16
         zf.writestr(link, "/etc/shadow")
-    with pytest.raises(submissions.SubmissionError, match="links are not allowed"):
+    with pytest.raises(unpacking.SubmissionError, match="links are not allowed"):
         submissions.discover([archive], staging=str(tmp_path / "staging"), read_metadata=read_metadata)
 
 
@@ -186,7 +186,7 @@ def test_the_modules_uploaded_without_their_folder_are_graded_as_the_package(tmp
         zf.writestr("attention.ipynb", "{}")
     private = tmp_path / "private"
     private.mkdir()
-    unpacked = submissions.unpack(str(upload), str(private))
+    unpacked = unpacking.unpack(str(upload), str(private))
     package = private / "student"
     assert (package / "__init__.py").read_text() == (STUDENT_DIR / "__init__.py").read_text()
     assert {p.name for p in package.iterdir()} == {"__init__.py", "helpers.py", *GRADED_MODULES}
@@ -200,8 +200,8 @@ def test_an_upload_with_no_graded_module_is_told_exactly_what_to_upload(tmp_path
         zf.writestr("notes.py", "x = 1\n")
     private = tmp_path / "private"
     private.mkdir()
-    with pytest.raises(submissions.SubmissionError) as raised:
-        submissions.unpack(str(upload), str(private))
+    with pytest.raises(unpacking.SubmissionError) as raised:
+        unpacking.unpack(str(upload), str(private))
     assert "upload the student/ folder itself" in str(raised.value)
     assert all(module in str(raised.value) for module in GRADED_MODULES)
 
@@ -211,15 +211,15 @@ def test_a_zip_declaring_too_many_entries_is_refused_before_its_directory_is_par
     checked first, so a zip of a few megabytes declaring millions of entries costs nothing to refuse."""
     upload = tmp_path / "many.zip"
     with zipfile.ZipFile(upload, "w") as archive:
-        for index in range(submissions.MAX_FILES + 1):
+        for index in range(unpacking.MAX_FILES + 1):
             archive.writestr(f"student/{index}.txt", "")
 
     def parsed(*_args, **_kwargs):
         raise AssertionError("the directory was parsed before its size was checked")
 
-    monkeypatch.setattr(submissions.zipfile, "ZipFile", parsed)
-    with pytest.raises(submissions.SubmissionError, match=r"too many files in the zip \(2001; the limit is 2000\)"):
-        submissions.unpack(str(upload), str(tmp_path / "private"))
+    monkeypatch.setattr(unpacking.zipfile, "ZipFile", parsed)
+    with pytest.raises(unpacking.SubmissionError, match=r"too many files in the zip \(2001; the limit is 2000\)"):
+        unpacking.unpack(str(upload), str(tmp_path / "private"))
 
 
 def test_a_zip_whose_directory_is_larger_than_its_entries_can_be_is_refused(tmp_path):
@@ -230,12 +230,12 @@ def test_a_zip_whose_directory_is_larger_than_its_entries_can_be_is_refused(tmp_
         for index in range(100):
             info.filename = f"student/{index}.py"
             archive.writestr(info, "")
-    with pytest.raises(submissions.SubmissionError, match="the zip's directory is too large"):
-        submissions._check_directory(upload, max_files=100)
+    with pytest.raises(unpacking.SubmissionError, match="the zip's directory is too large"):
+        unpacking._check_directory(upload, max_files=100)
 
 
 def test_the_graded_modules_are_read_from_the_handouts_package_file():
-    assert submissions.graded_modules() == set(GRADED_MODULES)
+    assert unpacking.graded_modules() == set(GRADED_MODULES)
 
 
 def row(name, score, status="graded", message="", submitters=(), submission_id=""):

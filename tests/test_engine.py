@@ -34,7 +34,7 @@ from autograder.adversarial import (
     verify,
     write_adversarial_zoo,
 )
-from grader.contain import isolation
+from grader.contain import cleanup, isolation, kernel
 from grader.paths import REPO
 from grader.scoring import PART_POINTS
 from tests import grading_command
@@ -45,7 +45,7 @@ SLOW_FIXTURES = {"zoo"}   # tests.conftest marks the tests that use it slow
 
 TIMEOUT = "5"   # CPU seconds per call: the zoo's infinite loops cost 2 x this each
 MEMORY_GB = "2"   # per box: abuse-forked-children-fill-memory fills it per sandbox, well within TIMEOUT
-as_root = pytest.mark.skipif(not isolation.privileged(), reason="a fresh user id per sandbox needs root")
+as_root = pytest.mark.skipif(not kernel.privileged(), reason="a fresh user id per sandbox needs root")
 ALL_LAYERS = isolation.Plan(held=isolation.LAYERS).line()   # as root, every layer of the table
 
 
@@ -206,7 +206,7 @@ def test_the_command_prints_progress_a_table_flags_and_the_isolation(zoo):
     assert "ETA" in zoo.proc.stderr and f"{len(zoo.submissions)}/{len(zoo.submissions)}" in zoo.proc.stderr
     assert "graded" in zoo.proc.stdout and "submission" in zoo.proc.stdout
     assert "submission(s) flagged for a look" in zoo.proc.stdout
-    assert f"isolation: {ALL_LAYERS}" in zoo.proc.stdout or not isolation.privileged()
+    assert f"isolation: {ALL_LAYERS}" in zoo.proc.stdout or not kernel.privileged()
 
 
 def test_student_text_reaches_no_terminal_raw(zoo):
@@ -228,7 +228,7 @@ def test_the_flags_column_names_what_an_instructor_should_look_at(zoo):
     assert "tampering with the sandbox" in flags["cheat-raw-frames"]
     assert "bytecode" in flags["cheat-solution-only-as-bytecode-zip"]
     assert "forbidden call" in flags["bug-sdpa-in-manual-path"]
-    assert "sandbox saw" in flags["cheat-steal-reference"] or not isolation.privileged()
+    assert "sandbox saw" in flags["cheat-steal-reference"] or not kernel.privileged()
 
 
 def test_hiding_a_forbidden_call_gains_nothing_over_calling_it_openly(zoo):
@@ -255,10 +255,10 @@ def sandbox_users_leftovers(mine: str) -> dict[str, list]:
                 processes.append(f"{pid}: {command[:120]}")
         except OSError:
             continue
-    ipc = [f"{found.kind} {found.ident} of uid {found.uid}" for found in isolation.sysv_ipc_objects()
+    ipc = [f"{found.kind} {found.ident} of uid {found.uid}" for found in cleanup.sysv_ipc_objects()
            if found.uid >= first]
     files = []
-    for folder in isolation.SHARED_WRITABLE:
+    for folder in cleanup.SHARED_WRITABLE:
         for root, dirs, names in os.walk(folder):
             dirs[:] = [d for d in dirs if not (root == "/tmp" and d.startswith("autograder-sandboxes-"))]
             for name in dirs + names:
@@ -330,7 +330,7 @@ def test_the_cheats_score_when_the_grader_shares_their_process(zoo, tmp_path):
         archive.extractall(bytecode)
     folders = {"cheat-patch-comparisons": zoo.root / "cheat-patch-comparisons",
                "cheat-oracle-hunt": zoo.root / "cheat-oracle-hunt", "cheat-solution-only-as-bytecode-zip": bytecode}
-    if isolation.privileged():
+    if kernel.privileged():
         folders["cheat-steal-reference"] = zoo.root / "cheat-steal-reference"
     with ThreadPoolExecutor(2) as pool:
         scores = dict(zip(folders, pool.map(lambda folder: _score_in_process(folder, tmp_path), folders.values()),

@@ -18,7 +18,7 @@ import pytest
 
 from autograder.adversarial import read_rows
 from autograder.samples import write_submission
-from grader.contain import isolation, processes, seccomp
+from grader.contain import cleanup, isolation, kernel, processes, seccomp
 from grader.contain.limits import Limits
 from grader.gateway import StudentError
 from grader.gateway.client import SandboxGateway, SessionLog
@@ -28,7 +28,7 @@ from tests.busy_machine import busy_cpu, reports_run_delay
 from tests.fake_sandbox import FakeSpawner, calls_in_a_row, failing_call
 from tests.patience import SAFETY_NET_S
 
-as_root = pytest.mark.skipif(not isolation.privileged(), reason="needs root")
+as_root = pytest.mark.skipif(not kernel.privileged(), reason="needs root")
 x86_64 = pytest.mark.skipif(platform.machine() != "x86_64", reason="the seccomp filter below is written for x86_64")
 
 
@@ -47,7 +47,7 @@ def test_a_layer_switched_off_is_reported_by_name_and_the_others_still_hold(laye
     assert (layer, f"switched off by {isolation.DISABLE_ENV}") in plan.missing
     assert f"no {layer} (switched off by {isolation.DISABLE_ENV})" in plan.line()
     expected = [name for name in isolation.LAYERS   # a cgroup of its own, like a user id of its own: root only
-                if name != layer and (name not in ("uid", "memory") or isolation.privileged())]
+                if name != layer and (name not in ("uid", "memory") or kernel.privileged())]
     assert list(plan.held) == expected, plan.line()
     assert plan.line().startswith("partially isolated: ")
     assert os.listdir(sandbox_root) == []   # the probe leaves nothing behind
@@ -115,7 +115,7 @@ def test_in_a_container_that_refuses_namespaces_the_engine_degrades_and_says_so(
         assert f"no {layer} (refused by the kernel: Operation not permitted" in line, line
     assert f"no landlock (not supported by kernel {platform.release()})" in line
     # cgroups are no namespace: the memory layer holds; a seccomp filter needs neither root nor namespaces
-    held = "uid memory seccomp" if isolation.privileged() else "seccomp"
+    held = "uid memory seccomp" if kernel.privileged() else "seccomp"
     assert line.startswith(f"partially isolated: {held}; no pid")
     assert f"isolation: {line}" in proc.stdout
 
@@ -170,7 +170,7 @@ def test_removing_through_a_swapped_parent_deletes_roots_files_only_when_done_as
         if as_root_user:
             shutil.rmtree(target, ignore_errors=True)
         else:
-            isolation.as_user(uid, lambda target=target: isolation._remove(target))
+            cleanup.as_user(uid, lambda target=target: cleanup._remove(target))
         assert (bait / "victim" / "keep.txt").exists() != as_root_user
 
 

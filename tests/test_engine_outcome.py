@@ -16,7 +16,7 @@ import pytest
 from autograder.samples import write_submission
 from grader import sanitize
 from grader.contain.limits import Limits
-from grader.run import batch, gradebook, submissions
+from grader.run import batch, gradebook, submissions, unpacking
 from grader.run.outcome import Outcome
 from grader.run.pool import Job
 from grader.run.request import Request
@@ -141,8 +141,8 @@ def test_zip_oddities_are_errors_with_a_message(tmp_path, entries, why):
     private.mkdir()
     with pytest.warns(UserWarning) if any(n == m for (n, _), (m, _) in itertools.pairwise(entries)) else _nothing():
         archive = _zip(tmp_path / "odd.zip", entries)
-    with pytest.raises(submissions.SubmissionError, match=why):
-        submissions.unpack(str(archive), str(private))
+    with pytest.raises(unpacking.SubmissionError, match=why):
+        unpacking.unpack(str(archive), str(private))
 
 
 class _nothing:
@@ -159,7 +159,7 @@ def test_bytecode_is_dropped_from_zips_and_code_only_in_bytecode_is_flagged(tmp_
     entries += [("student/_solution.pyc", b"\x00" * 32), ("student/__pycache__/heads.cpython-311.pyc", b"\x00")]
     private = tmp_path / "private"
     private.mkdir()
-    unpacked = submissions.unpack(str(_zip(tmp_path / "s.zip", entries)), str(private))
+    unpacked = unpacking.unpack(str(_zip(tmp_path / "s.zip", entries)), str(private))
     assert not list(private.rglob("*.pyc"))
     assert len(unpacked.flags) == 1 and "student/_solution.pyc" in unpacked.flags[0]
 
@@ -169,7 +169,7 @@ def test_bytecode_beside_its_source_is_dropped_without_a_flag(tmp_path):
     (folder / "student" / "heads.pyc").write_bytes(b"\x00")
     private = tmp_path / "private"
     private.mkdir()
-    assert submissions.unpack(str(folder), str(private)).flags == ()
+    assert unpacking.unpack(str(folder), str(private)).flags == ()
     assert not list(private.rglob("*.pyc"))
 
 
@@ -187,11 +187,11 @@ def test_only_source_reaches_the_box_and_the_student_reads_what_was_left_out(tmp
         (package / name).write_bytes(data)
     private = tmp_path / "private"
     private.mkdir()
-    unpacked = submissions.unpack(str(folder), str(private))
+    unpacked = unpacking.unpack(str(folder), str(private))
     kept = {p.relative_to(private).as_posix() for p in private.rglob("*") if p.is_file()}
     assert kept == {p.relative_to(folder).as_posix() for p in package.rglob("*.py")}
     shown = sorted(f"student/{name}" for name in others if name != ".DS_Store")
-    assert unpacked.note == f"left out {', '.join(shown[:5])}, and 1 more: {submissions.NOT_SOURCE}"
+    assert unpacked.note == f"left out {', '.join(shown[:5])}, and 1 more: {unpacking.NOT_SOURCE}"
     (flag,) = unpacked.flags   # heads.py stands beside its extension: only _kernels is code shipped only compiled
     assert f"student/{extension}" in flag and "heads.cpython" not in flag and "_kernels.zip" not in flag
 
@@ -206,7 +206,7 @@ def test_a_source_file_the_reader_cannot_read_is_left_out_and_a_syntax_error_is_
         archive.writestr("_unwatched.py", "import torch\n")
     private = tmp_path / "private"
     private.mkdir()
-    unpacked = submissions.unpack(str(folder), str(private))
+    unpacked = unpacking.unpack(str(folder), str(private))
     assert not (private / "student" / "deep.py").exists() and not (private / "student" / "coded.py").exists()
     assert (private / "student" / "typo.py").exists()   # its import fails in the box as it would anywhere
     assert "left out student/deep.py: nested deeper" in unpacked.note

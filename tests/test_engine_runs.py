@@ -15,7 +15,7 @@ import pytest
 from autograder.adversarial import processes_running, read_rows
 from autograder.examples import zip_folder
 from autograder.samples import write_submission
-from grader.run import submissions
+from grader.run import submissions, unpacking
 from tests.patience import SAFETY_NET_S
 from tests.test_engine import REPO, grade
 
@@ -129,7 +129,7 @@ def test_a_zip_with_the_package_inside_one_folder_unpacks(tmp_path):
     archive = zip_folder(write_submission(tmp_path / "src"), tmp_path / "work.zip", top="my-work")
     private = tmp_path / "private"
     private.mkdir()
-    submissions.unpack(str(archive), str(private))
+    unpacking.unpack(str(archive), str(private))
     assert (private / "student" / "__init__.py").is_file()
     assert sorted(p.name for p in private.iterdir()) == ["student"]
 
@@ -140,12 +140,12 @@ def test_a_package_folders_deep_unpacks_and_two_are_refused_by_name(tmp_path):
     (deep / "notes.pdf").write_text("not code")
     private = tmp_path / "private"
     private.mkdir()
-    submissions.unpack(str(deep), str(private))
+    unpacking.unpack(str(deep), str(private))
     assert (private / "student" / "__init__.py").is_file()
     write_submission(deep / "course" / "old copy")
-    with pytest.raises(submissions.SubmissionError, match=r"2 student/ packages found \(course/old copy/student, "
+    with pytest.raises(unpacking.SubmissionError, match=r"2 student/ packages found \(course/old copy/student, "
                                                           r"course/week 3/student\): upload only the one to grade"):
-        submissions.unpack(str(deep), str(tmp_path / "again"))
+        unpacking.unpack(str(deep), str(tmp_path / "again"))
 
 
 def test_a_folder_holding_one_zip_unpacks(tmp_path):
@@ -153,7 +153,7 @@ def test_a_folder_holding_one_zip_unpacks(tmp_path):
     zip_folder(write_submission(tmp_path / "src"), tmp_path / "upload" / "submission.zip")
     private = tmp_path / "private"
     private.mkdir()
-    submissions.unpack(str(tmp_path / "upload"), str(private))
+    unpacking.unpack(str(tmp_path / "upload"), str(private))
     assert (private / "student" / "heads.py").is_file()
 
 
@@ -166,8 +166,8 @@ def test_unsafe_zip_paths_are_refused_before_anything_is_written(tmp_path, name,
         handle.writestr(name, "print('escaped')")
     private = tmp_path / "deep" / "private"
     private.mkdir(parents=True)
-    with pytest.raises(submissions.SubmissionError, match=why):
-        submissions.unpack(str(archive), str(private))
+    with pytest.raises(unpacking.SubmissionError, match=why):
+        unpacking.unpack(str(archive), str(private))
     assert not (tmp_path / "deep" / "evil.py").exists() and not (tmp_path / "evil.py").exists()
 
 
@@ -183,21 +183,21 @@ def test_a_zip_whose_header_lies_about_its_size_is_cut_off(tmp_path, monkeypatch
     archive.write_bytes(data)
     private = tmp_path / "private"
     private.mkdir()
-    with pytest.raises(submissions.SubmissionError, match=r"blob\.bin"):
-        submissions.unpack(str(archive), str(private))
+    with pytest.raises(unpacking.SubmissionError, match=r"blob\.bin"):
+        unpacking.unpack(str(archive), str(private))
     assert all(p.stat().st_size <= 1000 for p in private.rglob("*") if p.is_file())
 
 
 
 def test_closing_paths_leaves_shared_scratch_folders_open(tmp_path):
-    from grader.contain import isolation
+    from grader.contain import permissions
     shared, private = tmp_path / "scratch", tmp_path / "class"
     shared.mkdir(mode=0o1777)
     private.mkdir(mode=0o755)
     os.chmod(shared, 0o1777)   # as /tmp: closing it would lock every other user out
     os.chmod(private, 0o755)
     for path in (shared, private):
-        isolation.hide_from_others(path)
+        permissions.hide_from_others(path)
     assert (shared.stat().st_mode & 0o7777, private.stat().st_mode & 0o7777) == (0o1777, 0o750)
 
 

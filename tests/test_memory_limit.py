@@ -22,14 +22,14 @@ import pytest
 from autograder.adversarial import memory, read_rows, result_files, verify
 from autograder.adversarial.base import Context
 from autograder.samples import write_submission
-from grader.contain import cgroupfs, isolation, memcg, processes
+from grader.contain import cgroupfs, isolation, kernel, memcg, processes
 from grader.paths import REPO
 from tests.grading_command import grade
 from tests.patience import SAFETY_NET_S
 
 
 def _unavailable() -> str:
-    if not isolation.privileged():
+    if not kernel.privileged():
         return "needs root"
     try:
         memcg.own_group()

@@ -12,7 +12,7 @@ import pytest
 
 from autograder.samples import write_submission
 from grader.row import Row
-from grader.run import batch, environment, submissions
+from grader.run import batch, environment, submissions, unpacking
 from tests import grading_command
 
 
@@ -52,11 +52,11 @@ def test_the_fingerprint_follows_content_not_names_or_times(tmp_path):
     first = write_submission(tmp_path / "a")
     second = write_submission(tmp_path / "b")
     scratch = str(tmp_path)
-    assert submissions.fingerprint(str(first), scratch) == submissions.fingerprint(str(second), scratch)
+    assert unpacking.fingerprint(str(first), scratch) == unpacking.fingerprint(str(second), scratch)
     os.utime(first / "student" / "scaling.py", (0, 0))
-    assert submissions.fingerprint(str(first), scratch) == submissions.fingerprint(str(second), scratch)
+    assert unpacking.fingerprint(str(first), scratch) == unpacking.fingerprint(str(second), scratch)
     (second / "student" / "scaling.py").write_text("# changed\n")
-    assert submissions.fingerprint(str(first), scratch) != submissions.fingerprint(str(second), scratch)
+    assert unpacking.fingerprint(str(first), scratch) != unpacking.fingerprint(str(second), scratch)
     assert sorted(os.listdir(tmp_path)) == ["a", "b"], "the unpacked copies were left behind"
 
 
@@ -71,29 +71,29 @@ def test_the_fingerprint_is_of_exactly_what_is_graded(tmp_path):
         (objects / f"{index:04d}").write_bytes(b"x")
     (submission / "student" / "__pycache__").mkdir()
     (submission / "student" / "__pycache__" / "scaling.cpython-311.pyc").write_bytes(b"cached")
-    stubs = submissions.fingerprint(str(submission), scratch)
-    assert stubs.startswith(submissions.CONTENT_DIGEST)
+    stubs = unpacking.fingerprint(str(submission), scratch)
+    assert stubs.startswith(unpacking.CONTENT_DIGEST)
     (objects / "extra").write_bytes(b"y")
     (submission / "student" / "__pycache__" / "scaling.cpython-311.pyc").write_bytes(b"other")
-    assert submissions.fingerprint(str(submission), scratch) == stubs, "a skipped file changed the digest"
+    assert unpacking.fingerprint(str(submission), scratch) == stubs, "a skipped file changed the digest"
     shutil.rmtree(submission / "student")
     shutil.copytree(write_submission(tmp_path / "reference") / "student", submission / "student")
-    assert submissions.fingerprint(str(submission), scratch) != stubs, "the graded files changed, the digest not"
+    assert unpacking.fingerprint(str(submission), scratch) != stubs, "the graded files changed, the digest not"
 
 
 def test_a_submission_refused_at_unpacking_has_a_digest_of_why(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     (tmp_path / "scratch").mkdir()
-    digest = submissions.fingerprint(str(empty), str(tmp_path / "scratch"))
+    digest = unpacking.fingerprint(str(empty), str(tmp_path / "scratch"))
     (empty / "notes.txt").write_text("no package")
-    assert submissions.fingerprint(str(empty), str(tmp_path / "scratch")) not in (digest, "")
+    assert unpacking.fingerprint(str(empty), str(tmp_path / "scratch")) not in (digest, "")
 
 
 def test_a_digest_of_an_earlier_kind_is_graded_again_and_says_why():
     """An earlier grader's digest could have missed a change (it stopped at 2,000 files): not trusted."""
     found = [submissions.Submission(name, name, f"/class/{name}") for name in ("old", "same", "none")]
-    now = submissions.CONTENT_DIGEST + "1"
+    now = unpacking.CONTENT_DIGEST + "1"
     done = {"/class/old": Row(status="graded", content="sha256:1"),
             "/class/same": Row(status="graded", content=now), "/class/none": Row(status="graded")}
     again = batch.regrades(found, done, dict.fromkeys(done, now))

@@ -21,7 +21,7 @@ from autograder.reports import similarity
 from autograder.samples import reference_source, write_submission
 from autograder.stubs import GRADED_MODULES
 from grader.paths import REPO, STUDENT_DIR
-from grader.run import submissions
+from grader.run import submissions, unpacking
 from tests.cohort import hands
 from tests.cohort.disguise import disguise
 from tests.patience import SAFETY_NET_S
@@ -257,7 +257,7 @@ def test_the_report_is_made_once_for_the_same_submissions(tmp_path, monkeypatch)
     for name in ("a", "b"):
         write_submission(tmp_path / "class" / name)
     found = submissions.discover([tmp_path / "class"])
-    contents = {s.source: submissions.fingerprint(s.location, str(tmp_path)) for s in found}
+    contents = {s.source: unpacking.fingerprint(s.location, str(tmp_path)) for s in found}
     out = tmp_path / "out"
     out.mkdir()
     assert similarity.write_bounded(out, found, contents) == (1, [])   # two copies of the reference
@@ -281,7 +281,7 @@ def test_a_similarity_step_past_its_limits_leaves_a_line_not_a_crash(tmp_path, m
     for name in ("a", "b"):
         write_submission(tmp_path / "class" / name)
     found = submissions.discover([tmp_path / "class"])
-    contents = {s.source: submissions.fingerprint(s.location, str(tmp_path)) for s in found}
+    contents = {s.source: unpacking.fingerprint(s.location, str(tmp_path)) for s in found}
 
     def hoarding(*_args):   # what a comparison made to cost without bound would do
         held = []

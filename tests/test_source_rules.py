@@ -199,7 +199,7 @@ def test_a_helper_zipped_as_bytecode_runs_unread_unless_the_unpacking_leaves_it_
     defence off): zipimport runs the switch, the watches see nothing and no rule flags it. Unpacked, the zip is gone
     and the loader is flagged."""
     from autograder.adversarial import unread
-    from grader.run import submissions
+    from grader.run import unpacking
 
     unread.write_zipped_helper(tmp_path / "zipped")
     blind = LocalGateway(str(tmp_path / "zipped"))
@@ -208,7 +208,7 @@ def test_a_helper_zipped_as_bytecode_runs_unread_unless_the_unpacking_leaves_it_
     assert blind.forbidden == {} and blind.flags == [] and blind.hiding == "", "the attack no longer hides"
 
     (tmp_path / "private").mkdir()
-    unpacked = submissions.unpack(str(tmp_path / "zipped"), str(tmp_path / "private"))
+    unpacked = unpacking.unpack(str(tmp_path / "zipped"), str(tmp_path / "private"))
     package = tmp_path / "private" / "student"
     assert not (package / "_kernels.zip").exists() and "left out student/_kernels.zip" in unpacked.note
     (flag,) = source_rules.loaded_flags(package)
@@ -219,7 +219,7 @@ def test_the_unpacking_parses_neither_the_handouts_files_nor_anything_for_a_fing
     """The worker is given the handout's evidence before it unpacks (its trusted process inherits what it read), and
     the batch's fingerprint of every submission reads no source at all (a file's readability follows from its
     bytes, which the digest holds)."""
-    from grader.run import submissions
+    from grader.run import unpacking
 
     folder = write_submission(tmp_path / "upload")
     monkeypatch.setattr(source_rules, "_known", {})
@@ -228,9 +228,9 @@ def test_the_unpacking_parses_neither_the_handouts_files_nor_anything_for_a_fing
     real = source_rules.ast.parse   # (the module's own: pytest parses with it too)
     monkeypatch.setattr(source_rules.ast, "parse", lambda text, *args, **kwargs: (
         parsed.append(text) or real(text, *args, **kwargs)))
-    submissions.fingerprint(str(folder), str(tmp_path))
+    unpacking.fingerprint(str(folder), str(tmp_path))
     assert parsed == []
     (tmp_path / "private").mkdir()
-    submissions.unpack(str(folder), str(tmp_path / "private"))
+    unpacking.unpack(str(folder), str(tmp_path / "private"))
     handout = {path.read_bytes() for path in (REPO / "student").rglob("*.py")}
     assert parsed and not handout & set(parsed), "a handout file was parsed, or a student's was not"

@@ -7,7 +7,7 @@ import os
 import pathlib
 from dataclasses import dataclass
 
-from grader.contain import isolation
+from grader.contain import cleanup
 from grader.row import RowError
 from grader.run import gradebook
 from grader.sanitize import FORMULA_STARTS
@@ -137,7 +137,7 @@ def result_files(out) -> dict[str, pathlib.Path]:
 
 def ipc_objects_with_key(key: int) -> list[str]:
     """System V shared-memory segments, queues and semaphore sets with this key, as the host sees them."""
-    return [f"{found.kind} {found.ident}" for found in isolation.sysv_ipc_objects() if found.key == key]
+    return [f"{found.kind} {found.ident}" for found in cleanup.sysv_ipc_objects() if found.key == key]
 
 
 def posix_queue_exists(name: str, *, remove: bool = False) -> bool:

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 
 from autograder.reports import bounded
 from grader.paths import STUDENT_DIR
-from grader.run import submissions
+from grader.run import unpacking
 from grader.run.files import atomic_write
 from grader.sanitize import csv_cell, printable
 
@@ -103,7 +103,7 @@ def join_files(root: pathlib.Path, skip: dict[str, str] | None = None) -> tuple[
     makes the comparison cost is bounded, whatever else it uploads."""
     texts = {}
     paths = sorted(path for path in root.rglob("*.py") if path.is_file() and not path.is_symlink())
-    graded = submissions.graded_modules()
+    graded = unpacking.graded_modules()
     room = MAX_CODE_CHARS
     for path in sorted(paths, key=lambda p: p.relative_to(root).as_posix() not in graded):
         name = path.relative_to(root).as_posix()
@@ -147,10 +147,10 @@ def read(submission) -> Code | None:
     people = frozenset(_people(submission))
     with tempfile.TemporaryDirectory(prefix="autograder-similarity-") as folder:
         try:
-            submissions.unpack(submission.location, folder, read_sources=False)   # compared as text, never run
-        except (submissions.SubmissionError, OSError):
+            unpacking.unpack(submission.location, folder, read_sources=False)   # compared as text, never run
+        except (unpacking.SubmissionError, OSError):
             return None
-        text, files = join_files(pathlib.Path(folder) / submissions.PACKAGE, handout_files())
+        text, files = join_files(pathlib.Path(folder) / unpacking.PACKAGE, handout_files())
     return Code(submission.name, submission.slug, people, text, files, given(text, files))
 
 

@@ -15,7 +15,7 @@ import contextlib
 import os
 import stat
 
-from grader.contain.isolation import SHARED_WRITABLE
+from grader.contain.cleanup import SHARED_WRITABLE
 
 ENTRY_BYTES = 4096   # what an entry costs the disk at least (an inode, a block of its folder)
 

@@ -15,21 +15,18 @@ AUTOGRADER_SANDBOX_LAYERS_OFF=pid,landlock,... switches layers off (to see the e
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import fcntl
 import json
 import os
 import platform
 import select
-import shutil
 import socket
-import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from grader.contain import gpu, kernel, memcg, processes, seccomp
+from grader.contain import cleanup, gpu, kernel, memcg, processes, seccomp
 from grader.contain.limits import Limits, apply_sandbox_limits
 
 NAMESPACES = {"pid": kernel.CLONE_NEWPID, "ipc": kernel.CLONE_NEWIPC, "net": kernel.CLONE_NEWNET,
@@ -46,8 +43,6 @@ SYSTEM_LIBRARIES = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib"
 # seccomp filter, which may refuse a box every write; the sandbox names them in its environment.
 CACHE_FOLDERS = {"TORCHINDUCTOR_CACHE_DIR": ".cache/torchinductor"}
 # Where a box without its own mounts can leave files (cleaned as its own user afterwards).
-SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")
-IPC_RMID = 0   # shmctl, msgctl, semctl: remove the object
 IPC_LIMIT = ("kernel/shmmni", 16)   # one of the limits a box sets in its own IPC namespace (read back by the probe)
 
 
@@ -178,10 +173,6 @@ class Box:
         return (BOX_SUBMISSION, BOX_HOME) if plan.has("mnt") else (self.submission, self.scratch)
 
 
-def privileged() -> bool:
-    return os.geteuid() == 0
-
-
 def sandbox_uid(grader_pid: int) -> int:
     return UID_BASE + grader_pid
 
@@ -204,7 +195,7 @@ def candidate_plan() -> Plan:
     """Every layer this process could try, before the kernel is asked."""
     off = switched_off()
     missing = [(layer, f"switched off by {DISABLE_ENV}") for layer in LAYERS if layer in off]
-    if not privileged() and "uid" not in off:
+    if not kernel.privileged() and "uid" not in off:
         missing.append(("uid", "not root: the sandbox keeps the grader's user id"))
     if "seccomp" not in off and seccomp.supported():
         missing.append(("seccomp", seccomp.supported()))
@@ -216,7 +207,7 @@ def candidate_plan() -> Plan:
             missing.append(("landlock", _why(error)))
     gone = {layer for layer, _ in missing}
     return Plan(tuple(layer for layer in LAYERS if layer not in gone),
-                tuple(sorted(missing, key=lambda m: LAYERS.index(m[0]))), not privileged(), abi)
+                tuple(sorted(missing, key=lambda m: LAYERS.index(m[0]))), not kernel.privileged(), abi)
 
 
 def probe(scratch_parent: str) -> Plan:
@@ -243,7 +234,7 @@ def probe(scratch_parent: str) -> Plan:
     uid = sandbox_uid(os.getpid()) if plan.has("uid") else None
     box = Box(submission, scratch, uid, memory_group=box_group)
     answer = processes.answer_of_child(lambda: _probe_child(plan.for_box(box), box, bait))
-    clean_folder(scratch, uid)
+    cleanup.clean_folder(scratch, uid)
     os.unlink(bait)
     os.rmdir(submission)
     if box_group:
@@ -447,7 +438,7 @@ LOCK_STEPS = (
     Step("ipc", "small IPC limits in its own IPC namespace", lambda lockdown: _bound_ipc(lockdown.box.limits)),
     Step(None, "rlimits", lambda lockdown: apply_sandbox_limits(lockdown.box.limits)),
     Step("landlock", "the filesystem allowlist, built while the files are still in reach", _build_landlock),
-    Step("uid", "a user id of its own, for good", lambda lockdown: _become(lockdown.box.uid)),
+    Step("uid", "a user id of its own, for good", lambda lockdown: become(lockdown.box.uid)),
     Step(None, "dies with its parent (a change of user id clears that)",
          lambda lockdown: kernel.prctl(kernel.PR_SET_PDEATHSIG, 9), wanted=lambda lockdown: lockdown.plan.has("uid")),
     Step(None, "no capability left in its user namespace, and none to regain", _no_capabilities,
@@ -567,7 +558,7 @@ def _landlock_rules(plan: Plan, box: Box, own_proc: bool) -> list[tuple[str, int
     return rules
 
 
-def _become(uid: int | None) -> None:
+def become(uid: int | None) -> None:
     """Become uid/gid `uid` for good (real, effective and saved ids), with no extra groups: every capability
     goes with root."""
     if uid is None:
@@ -578,148 +569,3 @@ def _become(uid: int | None) -> None:
     if os.getuid() != uid or os.geteuid() != uid:
         raise OSError("could not drop privileges")
     kernel.prctl(kernel.PR_SET_DUMPABLE, 1)   # after a uid change /proc/self is root's; the import handles need it
-
-
-# ---------------------------------------------------------------- after a box
-
-def clean_folder(folder: str, uid: int | None) -> None:
-    """Empty and remove a box's scratch folder on the host, acting as the box's own user (a forked child that
-    becomes uid), so nothing it could not delete itself is touched, whatever links it planted. The empty
-    folder itself is then removed by its parent's owner (rmdir: only an empty folder, never followed)."""
-    if uid is None or not privileged():
-        shutil.rmtree(folder, ignore_errors=True)   # our own user's files: no privilege to abuse
-        return
-    as_user(uid, lambda: _empty(folder))
-    with contextlib.suppress(OSError):   # not empty: left for the grader to look at, never removed by root
-        os.rmdir(folder)
-
-
-def clean_shared_folders(uid: int) -> None:
-    """Without private mounts: remove what the box's user left in the shared writable folders, as that user."""
-    def sweep():
-        for root in SHARED_WRITABLE:
-            _remove_entries_of(root, uid)
-    as_user(uid, sweep)
-
-
-@dataclass(frozen=True)
-class IpcObject:
-    kind: str    # "shm", "msg" or "sem"
-    key: int
-    ident: int
-    uid: int     # its owner
-
-
-def sysv_ipc_objects() -> list[IpcObject]:
-    """Every System V shared-memory segment, message queue and semaphore set the host lists (/proc/sysvipc)."""
-    found = []
-    for kind in ("shm", "msg", "sem"):
-        try:
-            with open(f"/proc/sysvipc/{kind}") as handle:
-                header, *lines = handle.read().splitlines()
-        except (OSError, ValueError):
-            continue
-        columns = header.split()
-        key, ident, owner = columns.index("key"), 1, columns.index("uid")   # the id column is shmid, msqid, semid
-        found += [IpcObject(kind, int(fields[key]), int(fields[ident]), int(fields[owner]))
-                  for fields in map(str.split, lines) if len(fields) == len(columns)]
-    return found
-
-
-def remove_ipc_of(uid: int) -> None:
-    """Without an IPC namespace of its own: remove the System V shared memory, queues and semaphore sets the box's
-    user owns (root may remove any). Its POSIX queues cannot exist (RLIMIT_MSGQUEUE 0)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    remove = {"shm": lambda ident: libc.shmctl(ident, IPC_RMID, None),
-              "msg": lambda ident: libc.msgctl(ident, IPC_RMID, None),
-              "sem": lambda ident: libc.semctl(ident, 0, IPC_RMID)}
-    for found in sysv_ipc_objects():
-        if found.uid == uid:
-            remove[found.kind](found.ident)
-
-
-def as_user(uid: int, action) -> None:
-    """Run action in a forked child that has become uid (root only), and wait for it."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.setgroups([])
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-            action()
-        finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
-
-
-def _empty(folder: str) -> None:
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return
-    for entry in entries:
-        _remove(entry.path)
-
-
-def _remove(path: str) -> None:
-    try:
-        info = os.lstat(path)
-        if stat.S_ISDIR(info.st_mode):
-            os.chmod(path, 0o700)
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            os.unlink(path)
-    except OSError:
-        pass
-
-
-def _remove_entries_of(folder: str, uid: int) -> None:
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return
-    for entry in entries:
-        try:
-            info = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
-        if info.st_uid == uid:
-            _remove(entry.path)
-        elif stat.S_ISDIR(info.st_mode) and info.st_mode & 0o002:
-            _remove_entries_of(entry.path, uid)
-
-
-# ---------------------------------------------------------------- file permissions (uid layer, no Landlock)
-
-def hide_from_others(path) -> None:
-    """Remove every permission of "other users" on path (so a sandbox user cannot read or enter it).
-
-    A shared scratch folder (sticky and world-writable, as /tmp) and / are left alone: closing
-    them would break every other user; what matters inside them is closed one by one.
-    """
-    try:
-        mode = os.stat(path, follow_symlinks=False).st_mode
-    except FileNotFoundError:
-        return
-    shared = stat.S_ISDIR(mode) and mode & stat.S_ISVTX and mode & 0o002
-    if not stat.S_ISLNK(mode) and not shared and os.path.realpath(path) != "/":
-        os.chmod(path, stat.S_IMODE(mode) & ~0o007)
-
-
-def readable_by_stranger(paths) -> list[str]:
-    """Which of paths a fresh unprivileged user could open or list (asked in a throwaway child; root only)."""
-    def stranger() -> list[str]:
-        _become(sandbox_uid(os.getpid()))
-        found = []
-        for path in paths:
-            try:
-                if os.path.isdir(path):
-                    os.listdir(path)
-                else:
-                    with open(path, "rb") as handle:
-                        handle.read(1)
-                found.append(str(path))
-            except OSError:
-                pass
-        return found
-    return processes.answer_of_child(stranger) or []

@@ -18,6 +18,11 @@ import stat
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
+
+def privileged() -> bool:
+    """Root: every capability, a user id per box, cgroups to make."""
+    return os.geteuid() == 0
+
 # ---------------------------------------------------------------- namespaces (unshare(2))
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000

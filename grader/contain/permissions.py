@@ -6,7 +6,7 @@
 
 With a user id per sandbox, "other users" are the sandboxes: the repository (the hidden tests), the
 submissions, the output folder and the grader's private files lose every permission of other users for the
-run (isolation.hide_from_others). A grader must not find them changed afterwards, so the modes they had are put
+run (hide_from_others). A grader must not find them changed afterwards, so the modes they had are put
 back; but two runs on one machine close the same repository, and the first to end must not open it while the
 second's sandboxes still run. So one registry on the machine keeps, per path, its mode before the first run
 closed it and the process ids of the runs using it: a path goes back when the last run using it ends (or has
@@ -45,7 +45,7 @@ class Closing:
                     continue
                 entry = entries.setdefault(os.path.realpath(path), {"mode": mode, "runs": []})
                 entry["runs"] = [*_alive(entry["runs"]), os.getpid()]
-                isolation.hide_from_others(path)
+                hide_from_others(path)
                 used.append(path)
         return cls(used, registry)
 
@@ -105,3 +105,39 @@ def _registry(path: pathlib.Path):
             handle.write(json.dumps(entries))
     finally:
         os.close(fd)   # and with it the lock
+
+
+# ---------------------------------------------------------------- other users' permissions (uid layer, no Landlock)
+
+def hide_from_others(path) -> None:
+    """Remove every permission of "other users" on path (so a sandbox user cannot read or enter it).
+
+    A shared scratch folder (sticky and world-writable, as /tmp) and / are left alone: closing
+    them would break every other user; what matters inside them is closed one by one.
+    """
+    try:
+        mode = os.stat(path, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return
+    shared = stat.S_ISDIR(mode) and mode & stat.S_ISVTX and mode & 0o002
+    if not stat.S_ISLNK(mode) and not shared and os.path.realpath(path) != "/":
+        os.chmod(path, stat.S_IMODE(mode) & ~0o007)
+
+
+def readable_by_stranger(paths) -> list[str]:
+    """Which of paths a fresh unprivileged user could open or list (asked in a throwaway child; root only)."""
+    def stranger() -> list[str]:
+        isolation.become(isolation.sandbox_uid(os.getpid()))
+        found = []
+        for path in paths:
+            try:
+                if os.path.isdir(path):
+                    os.listdir(path)
+                else:
+                    with open(path, "rb") as handle:
+                        handle.read(1)
+                found.append(str(path))
+            except OSError:
+                pass
+        return found
+    return processes.answer_of_child(stranger) or []

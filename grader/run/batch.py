@@ -17,7 +17,7 @@ from grader import source_rules
 from grader.contain import isolation, memcg, permissions, processes
 from grader.paths import REPO, STUDENT_DIR
 from grader.row import Row
-from grader.run import changes, environment, gradebook, submissions
+from grader.run import changes, environment, gradebook, submissions, unpacking
 from grader.run.changes import Change
 from grader.run.outcome import Outcome
 from grader.run.pool import Template
@@ -49,7 +49,7 @@ def isolation_note(plan: isolation.Plan, closed: list, gpus: tuple[int, ...] = (
         note += f"; GPU: each submission's sandboxes one of {len(gpus)}, one at a time ({reach})"
     if not plan.has("uid") or plan.has("landlock"):
         return note
-    leaks = isolation.readable_by_stranger([p for p in [*SECRETS, *closed] if p.exists()])
+    leaks = permissions.readable_by_stranger([p for p in [*SECRETS, *closed] if p.exists()])
     return note + ("; the sandbox can read " + ", ".join(leaks) if leaks else "")
 
 
@@ -116,7 +116,7 @@ def grade_all(request: Request, *, template: Template | None = None, progress_st
             except PermissionError as error:
                 raise SetupError(str(error)) from None
         note = isolation_note(plan, closed, gpus)
-        contents = {s.source: submissions.fingerprint(s.location, exports_root) for s in found}
+        contents = {s.source: unpacking.fingerprint(s.location, exports_root) for s in found}
         # before anything moves: an unknown --force name stops here
         again = regrades(found, done, contents, request.force)
         earlier = changes.archive(out) if request.regrade else None
@@ -188,7 +188,7 @@ def regrades(found, done: dict[str, Row], contents: dict[str, str], force=()) ->
             again[submission.source] = f"graded again (--force; it scored {earlier.score:g} before)"
         elif earlier.content is None or earlier.content == contents[submission.source]:
             continue
-        elif not earlier.content.startswith(submissions.CONTENT_DIGEST):
+        elif not earlier.content.startswith(unpacking.CONTENT_DIGEST):
             again[submission.source] = (f"graded again: its content was recorded by an earlier version of the "
                                         f"grader, which could miss a change (it scored {earlier.score:g} before)")
         else:

@@ -199,7 +199,7 @@ def _grade(argv, template, arguments: argparse.ArgumentParser, read_metadata=Non
             print(f"grade: --gpu: {error}", file=sys.stderr)
             return 2, None, args
     limits = Limits(call_timeout=args.timeout, budget=args.budget, memory_bytes=int(args.memory_gb * 2**30))
-    from grader.run import batch, submissions
+    from grader.run import batch, unpacking
     from grader.run.request import Request
     request = Request(args.paths, args.out, workers=min(args.workers, len(gpus) or args.workers), limits=limits,
                       keep=args.keep, private=args.private, force=args.force, regrade=args.regrade,
@@ -210,7 +210,7 @@ def _grade(argv, template, arguments: argparse.ArgumentParser, read_metadata=Non
     except (FileNotFoundError, KeyError, batch.SetupError) as error:
         print(f"grade: {error.args[0] if isinstance(error, KeyError) else error}", file=sys.stderr)
         return 2, None, args
-    except submissions.SubmissionError as error:
+    except unpacking.SubmissionError as error:
         print(f"grade: cannot read the export: {error}", file=sys.stderr)
         return 2, None, args
     except KeyboardInterrupt:

@@ -28,10 +28,10 @@ import time
 from dataclasses import dataclass
 
 from grader import source_rules
-from grader.contain import disk, isolation, memcg, processes
+from grader.contain import cleanup, disk, isolation, memcg, processes
 from grader.contain.load_free import LoadFreeClock
 from grader.gateway.client import SECOND_WANTED, SPAWNED
-from grader.run import public_checks, sandbox, submissions
+from grader.run import public_checks, sandbox, unpacking
 from grader.run.outcome import Outcome
 from grader.run.run_settings import RunSettings
 
@@ -67,15 +67,15 @@ def grade_one(source: str, settings: RunSettings, private_fds=(), keep: str | No
     try:
         source_rules.remember(settings.known_sources)   # the handout's files: read by the batch, not again here
         try:
-            unpacked = submissions.unpack(source, private_dir)
-        except submissions.SubmissionError as error:
+            unpacked = unpacking.unpack(source, private_dir)
+        except unpacking.SubmissionError as error:
             outcome = Outcome.rejected(str(error), error.flags)
         except Exception as error:  # noqa: BLE001 - any other oddity of the input is an error row, not a crash
             outcome = Outcome.rejected(f"the submission could not be unpacked ({type(error).__name__}: {error})")
         else:
             if settings.public_checks:
-                public_checks.install(pathlib.Path(private_dir) / submissions.PACKAGE)   # whatever stood there
-            submissions.open_for_reading(private_dir)
+                public_checks.install(pathlib.Path(private_dir) / unpacking.PACKAGE)   # whatever stood there
+            unpacking.open_for_reading(private_dir)
             outcome = _run_trusted(private_dir, work_dir, settings, private_fds, gpu)
             outcome.flags = [*unpacked.flags, *outcome.flags]
             if unpacked.note:
@@ -118,7 +118,7 @@ def _run_trusted(private_dir: str, work_dir: str, settings: RunSettings, private
             gc.freeze()
             from grader.run import trusted  # pytest with it: in this process, unless the template had it
 
-            package = os.path.join(private_dir, submissions.PACKAGE)
+            package = os.path.join(private_dir, unpacking.PACKAGE)
             trusted.run(theirs, work_dir, settings.limits, package, settings.plan.hides_the_graders_files(), gpu,
                         settings.public_checks)
         finally:
@@ -262,11 +262,11 @@ class Boxes:
             else:
                 processes.kill_children_except({self.trusted_pid, *self.live})
         if box.uid is not None and not (self.plan.has("mnt") and self.plan.has("landlock")):
-            isolation.clean_shared_folders(box.uid)   # as its own user: nothing else can be touched
+            cleanup.clean_shared_folders(box.uid)   # as its own user: nothing else can be touched
         if box.uid is not None and not self.plan.has("ipc"):
-            isolation.remove_ipc_of(box.uid)
+            cleanup.remove_ipc_of(box.uid)
         if not self.plan.has("mnt"):
-            isolation.clean_folder(box.scratch, box.uid)
+            cleanup.clean_folder(box.scratch, box.uid)
 
     def retire(self, pid: int) -> None:
         """Kill a sandbox and wait until it and everything it started are gone (its end swept as ended() does), so
