@@ -172,7 +172,7 @@ def test_unsafe_zip_paths_are_refused_before_anything_is_written(tmp_path, name,
 
 
 def test_a_zip_whose_header_lies_about_its_size_is_cut_off(tmp_path, monkeypatch):
-    monkeypatch.setattr(submissions, "MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr(unpacking, "MAX_FILE_BYTES", 1000)
     archive = tmp_path / "liar.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as handle:
         handle.writestr("student/__init__.py", "")
