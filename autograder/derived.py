@@ -12,6 +12,8 @@ and the self-check refuse any that drifted from what this module writes:
     assignment/notebook/attention.ipynb  the same table in its first cell, between the same markers
     docs/design.md                       the table of kernel layers (grader/contain/isolation.py's TABLE), between
                                          the LAYERS TABLE markers
+    docs/graders.md                      the table of grades.csv's columns (grader/row.py's Row), between the
+                                         COLUMNS TABLE markers
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from autograder.otter.image import DISTRIBUTIONS
 from autograder.stubs import generated_stubs
 from grader.contain.isolation import TABLE as LAYERS
 from grader.paths import MASTER_NOTEBOOK, REPO, STUDENT_DIR
+from grader.row import described_columns
 
 HANDOUT_README = REPO / "handout" / "README.md"
 TABLE_BEGIN = "<!-- BEGIN PARTS TABLE: generated from assignment/assignment.toml by `python -m autograder generate` -->"
@@ -32,6 +35,10 @@ DESIGN = REPO / "docs" / "design.md"
 LAYERS_BEGIN = ("<!-- BEGIN LAYERS TABLE: generated from grader/contain/isolation.py's TABLE by "
                 "`python -m autograder generate` -->")
 LAYERS_END = "<!-- END LAYERS TABLE -->"
+GRADERS = REPO / "docs" / "graders.md"
+COLUMNS_BEGIN = ("<!-- BEGIN COLUMNS TABLE: generated from grader/row.py's Row by `python -m autograder generate` "
+                 "-->")
+COLUMNS_END = "<!-- END COLUMNS TABLE -->"
 COMMAND = "python -m autograder generate"
 
 
@@ -145,6 +152,16 @@ def layers_table() -> str:
                       *(f"| `{layer.name}` | {layer.stops} |" for layer in LAYERS)])
 
 
+def columns_table() -> str:
+    """The table of grades.csv's columns, in order, and what each holds (docs/graders.md, inside a list item)."""
+    def label(cells: tuple[str, ...]) -> str:
+        shown = (cells[0], "…", cells[-1]) if len(cells) > 3 else cells
+        return ", ".join(cell if cell == "…" else f"`{cell}`" for cell in shown)
+    return "\n".join(["  | column | what it holds |", "  |---|---|",
+                      *(f"  | {label(cells)} | {meaning[0].upper() + meaning[1:]}. |"
+                        for cells, meaning in described_columns())])
+
+
 def _between(text: str, where: str, begin: str, end: str, body: str, what: str) -> str:
     """text with the region between the markers begin and end replaced by body."""
     start, stop = text.find(begin), text.find(end)
@@ -174,6 +191,8 @@ def derived_files(spec: Spec = SPEC) -> dict[pathlib.Path, str]:
     files[MASTER_NOTEBOOK] = notebook_source(MASTER_NOTEBOOK.read_text(), spec)
     files[DESIGN] = _between(DESIGN.read_text(), "docs/design.md", LAYERS_BEGIN, LAYERS_END, layers_table(),
                              "the table of kernel layers")
+    files[GRADERS] = _between(GRADERS.read_text(), "docs/graders.md", COLUMNS_BEGIN, COLUMNS_END, columns_table(),
+                              "the table of grades.csv's columns")
     return files
 
 

@@ -2,12 +2,12 @@
 anything else is refused in one place, so a damaged results file is graded again instead of read."""
 import dataclasses
 import json
-import re
 
 import pytest
 
+from autograder import derived
 from grader.paths import REPO
-from grader.row import Row, RowError, Submitter, columns, of_results
+from grader.row import Row, RowError, Submitter, columns, described_columns, of_results
 from grader.run import gradebook, submissions
 from grader.run.outcome import Outcome
 from grader.run.submissions import Submission
@@ -84,15 +84,15 @@ def test_a_row_an_earlier_version_wrote_keeps_its_submission_under_todays_identi
     assert submissions.identity_of_earlier(submissions.identity(odd)) == submissions.identity(odd)
 
 
-def test_the_gradebook_columns_are_the_rows_fields_and_the_guide_names_each():
+def test_the_gradebook_columns_are_the_rows_fields_and_the_guide_describes_each():
     """One home: grades.csv's header follows Row's fields (a roster import keys on its first columns), and
-    docs/graders.md's list of the columns is that header."""
+    docs/graders.md's table of columns is generated from the same fields (a stale table is test_spec's to refuse)."""
     header = columns()
     assert header[:7] == ["name", "sid", "email", "submission_id", "group", "submission", "score"]
     assert {"source", "slug", "content", "graded_with", "attempts"}.isdisjoint(header)   # bookkeeping, no column
-    listed = re.search(r"one row per\s+student: `([^`]*)`", (REPO / "docs" / "graders.md").read_text())[1]
-    parts = [name for name in header if name.startswith("part")]
-    assert " ".join(listed.split()) == ", ".join(header).replace(", ".join(parts), f"{parts[0]} … {parts[-1]}")
+    described = [cell for cells, meaning in described_columns() for cell in cells if meaning]
+    assert described == header
+    assert derived.columns_table() in (REPO / "docs" / "graders.md").read_text()
 
 
 def test_a_row_is_built_whole_and_never_changed():
