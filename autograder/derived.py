@@ -14,6 +14,8 @@ and the self-check refuse any that drifted from what this module writes:
                                          the LAYERS TABLE markers
     docs/graders.md                      the table of grades.csv's columns (grader/row.py's Row), between the
                                          COLUMNS TABLE markers
+    docs/instructors.md                  the table of the course's settings (assignment/spec.py's Settings), between
+                                         the SETTINGS TABLE markers
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import json
 import pathlib
 import sys
 
-from assignment.spec import SPEC, Spec
+from assignment.spec import SPEC, Spec, setting_fields
 from autograder.otter.image import DISTRIBUTIONS
 from autograder.stubs import generated_stubs
 from grader.contain.isolation import TABLE as LAYERS
@@ -39,6 +41,10 @@ GRADERS = REPO / "docs" / "graders.md"
 COLUMNS_BEGIN = ("<!-- BEGIN COLUMNS TABLE: generated from grader/row.py's Row by `python -m autograder generate` "
                  "-->")
 COLUMNS_END = "<!-- END COLUMNS TABLE -->"
+INSTRUCTORS = REPO / "docs" / "instructors.md"
+SETTINGS_BEGIN = ("<!-- BEGIN SETTINGS TABLE: generated from assignment/spec.py's Settings by "
+                  "`python -m autograder generate` -->")
+SETTINGS_END = "<!-- END SETTINGS TABLE -->"
 COMMAND = "python -m autograder generate"
 
 
@@ -162,6 +168,16 @@ def columns_table() -> str:
                         for cells, meaning in described_columns())])
 
 
+def settings_table() -> str:
+    """The table of the course's settings: each one's key, default and meaning (docs/instructors.md)."""
+    def default(value) -> str:
+        return "absent" if value is None else f"`{str(value).lower() if isinstance(value, bool) else value}`"
+    rows = [(key, default(the_field.default), the_field.metadata["meaning"].replace("|", "\\|"))
+            for key, (the_field, _kind) in setting_fields().items()]
+    return "\n".join(["| setting | default | what it does |", "|---|---|---|",
+                      *(f"| `{key}` | {value} | {meaning} |" for key, value, meaning in rows)])
+
+
 def _between(text: str, where: str, begin: str, end: str, body: str, what: str) -> str:
     """text with the region between the markers begin and end replaced by body."""
     start, stop = text.find(begin), text.find(end)
@@ -193,6 +209,8 @@ def derived_files(spec: Spec = SPEC) -> dict[pathlib.Path, str]:
                              "the table of kernel layers")
     files[GRADERS] = _between(GRADERS.read_text(), "docs/graders.md", COLUMNS_BEGIN, COLUMNS_END, columns_table(),
                               "the table of grades.csv's columns")
+    files[INSTRUCTORS] = _between(INSTRUCTORS.read_text(), "docs/instructors.md", SETTINGS_BEGIN, SETTINGS_END,
+                                  settings_table(), "the table of the course's settings")
     return files
 
 
