@@ -12,6 +12,12 @@ Gradescope export, then, as a grader runs them:
    holds the planted hours;
    The course then sets a 10%-per-day late policy: the same command grades nothing and `grade` is each late
    row's score less 10% per started day, every other row's score;
+   2c. three students upload members of the class (bugs, then correct ones) for a week at irregular times, played
+   through Gradescope's harness with an autograder.zip built with a budget of 3 in any 24 hours
+   (class_budget.py): no 24 hours count more than 3; a counted upload scores what step 1 gave its member; one
+   over the budget keeps the last counted score, shows no test and names the first minute one counts again
+   (worked out from the times alone); one at the moment a slot reopens counts; a student within the budget
+   reads what they would without it;
 3. one hidden test is changed (a copy of the repository, the lesson's causal weights mistyped) and the class
    is graded with --regrade: changes.csv lists exactly the submissions that passed that test, each with that
    test's flip and nothing else.
@@ -33,6 +39,7 @@ import time
 REPO = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks import class_budget  # noqa: E402
 from grader.run import changes, gradebook  # noqa: E402
 from grader.scoring import PART_POINTS  # noqa: E402
 from tests import cohort  # noqa: E402
@@ -195,6 +202,8 @@ def main(argv=None) -> int:
             (repo / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, repo / name)
     check_late_policy(repo, export, out, args.workers, scores, late_hours, problems)
+    problems += class_budget.week(members, {name: export / folder for name, folder in ids.items()}, scores,
+                                  work / "budget")
 
     test_file = repo / CHANGED_TEST   # now one hidden test changed
     text = test_file.read_text()

@@ -72,6 +72,17 @@ def test_a_fourth_submission_in_a_day_keeps_the_last_counted_score_and_says_when
     assert budget.decide(START + datetime.timedelta(hours=24), earlier, THREE_A_DAY).counts   # the window rolled
 
 
+def test_the_words_name_a_minute_at_which_a_submission_counts_when_the_slot_reopens_within_a_minute():
+    """Gradescope's times carry seconds: a slot that reopens at 09:00:32 is named 09:01 (at 09:00 one is refused)."""
+    first = START + datetime.timedelta(seconds=32)
+    earlier = [budget.Earlier(first, 10.0, True), *history((1, 20.0), (2, 30.0))]
+    over = budget.decide(START + datetime.timedelta(hours=3), earlier, THREE_A_DAY)
+    assert "until 2026-11-17 09:01 -0500" in over.words and over.next_at == START + datetime.timedelta(hours=24,
+                                                                                                         minutes=1)
+    assert not budget.decide(START + datetime.timedelta(hours=24), earlier, THREE_A_DAY).counts
+    assert budget.decide(over.next_at, earlier, THREE_A_DAY).counts
+
+
 def test_a_week_of_resubmissions_at_three_a_day_counts_three_in_any_day():
     earlier: list[budget.Earlier] = []
     counted_at = []

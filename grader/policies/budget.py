@@ -25,7 +25,7 @@ class Earlier:
 class Budget:
     counts: bool                          # graded and shown as usual
     kept_score: float | None = None       # does not count: the score it keeps (the last counted one's)
-    next_at: datetime.datetime | None = None   # does not count: when a submission counts again
+    next_at: datetime.datetime | None = None   # does not count: the first whole minute a submission counts again
     words: str = ""                       # does not count: what the student reads at once
 
 
@@ -39,7 +39,11 @@ def decide(now: datetime.datetime | None, earlier: Sequence[Earlier], settings) 
         return Budget(True)
     counted = [e for e in earlier if e.counted and e.at is not None and e.at <= now]
     kept = max(counted, key=lambda e: e.at or now).score if counted else 0.0
-    next_at = (inside[len(inside) - allowed] + window).astimezone(now.tzinfo)
+    reopens = inside[len(inside) - allowed] + window
+    # The words name whole minutes: the first one at or after the slot reopens (Gradescope's times carry seconds,
+    # and a minute shown truncated would still be refused).
+    whole = reopens.replace(second=0, microsecond=0)
+    next_at = (whole if whole == reopens else whole + datetime.timedelta(minutes=1)).astimezone(now.tzinfo)
     return Budget(False, kept, next_at, (
         f"This submission does not count: {allowed} submission{'s' if allowed != 1 else ''} count in any "
         f"{settings.submission_window_hours:g} hours, and you have none left until {next_at:%Y-%m-%d %H:%M %z}. "
