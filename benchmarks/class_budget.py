@@ -55,7 +55,7 @@ MEASURED = ("seconds", "peak_memory_mib", "source")   # a row's measures, and a 
 
 
 @dataclass(frozen=True)
-class Expected:
+class Fate:
     at: datetime.datetime
     counts: bool
     next_at: datetime.datetime | None   # does not count: the first moment one would
@@ -71,7 +71,7 @@ def in_window(moments: list[datetime.datetime], now: datetime.datetime) -> int:
     return sum(now - WINDOW < earlier <= now for earlier in moments)
 
 
-def expected(times: list[datetime.datetime]) -> list[Expected]:
+def expected(times: list[datetime.datetime]) -> list[Fate]:
     """Each upload's fate under ALLOWED in any WINDOW, from the times alone: it counts when fewer than ALLOWED
     counted ones lie in the WINDOW before it; if not, the next moment is the earliest end of a counted one's window
     at which fewer than ALLOWED remain."""
@@ -80,9 +80,9 @@ def expected(times: list[datetime.datetime]) -> list[Expected]:
     for at in times:
         if in_window(counted, at) < ALLOWED:
             counted.append(at)
-            fates.append(Expected(at, True, None))
+            fates.append(Fate(at, True, None))
         else:
-            fates.append(Expected(at, False, min(end for end in (e + WINDOW for e in counted)
+            fates.append(Fate(at, False, min(end for end in (e + WINDOW for e in counted)
                                                  if end > at and in_window(counted, end) < ALLOWED)))
     return fates
 
@@ -119,7 +119,7 @@ def seen(results: dict) -> dict:
     return {**{k: v for k, v in results.items() if k != "execution_time"}, "extra_data": extra}
 
 
-def check_student(name: str, runs, fates: list[Expected], week, made, problems: list[str]) -> int:
+def check_student(name: str, runs, fates: list[Fate], week, made, problems: list[str]) -> int:
     """One student's week against the fates worked out from the times; returns how many uploads counted."""
     last_counted = None
     counted_at = []

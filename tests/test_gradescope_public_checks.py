@@ -19,7 +19,7 @@ from grader.contain.limits import Limits
 from grader.gateway.client import SessionLog
 from grader.paths import REPO
 from grader.run import public_checks, worker
-from grader.run.run_settings import Settings
+from grader.run.run_settings import RunSettings
 from grader.scoring import is_public_check
 from grader.wire.checks_runner import FAILED, PASSED
 from tests.grading_command import grade
@@ -263,7 +263,7 @@ def test_the_public_checks_have_a_budget_of_their_own_that_the_stop_of_a_submiss
     budget = public_checks.limits_for(limits).budget
     assert budget == (len(public_checks.check_files()) + 1) * 2.0   # all files at once, then each alone
     plan = isolation.Plan()
-    without = Settings(limits, plan, "/tmp", "/tmp")
-    with_checks = Settings(limits, plan, "/tmp", "/tmp", public_checks=True)
+    without = RunSettings(limits, plan, "/tmp", "/tmp")
+    with_checks = RunSettings(limits, plan, "/tmp", "/tmp", public_checks=True)
     assert worker.net(without) == limits.submission_net
     assert worker.net(with_checks) == limits.submission_net + budget

@@ -31,7 +31,7 @@ def test_the_selfcheck_passes_on_this_checkout(graded_zoo):
 def test_selfcheck_fails_when_a_bug_costs_nothing_or_a_variant_is_wrong(dist, tmp_path, monkeypatch, capsys):
     harmless = reference_source("scaling.py") + "\n# a comment changes nothing\n"
     wrong_variant = next(bug for bug in BUGS if bug.name == "no-scale")
-    monkeypatch.setattr(selfcheck, "cases", lambda quick: [
+    monkeypatch.setattr(selfcheck, "trials", lambda quick: [
         selfcheck.Trial("reference", "reference", {}),
         selfcheck.Trial("bug-harmless", "bug", {"scaling.py": harmless}, part=1),
         selfcheck.Trial("variant-not-really", "variant", wrong_variant.overrides),

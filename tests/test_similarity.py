@@ -300,7 +300,7 @@ def test_a_graded_submission_the_report_could_not_read_is_an_error_line(tmp_path
     error row's unreadable upload (never graded) is not."""
     from autograder import grade_cli, reports
     from grader.row import Row
-    from grader.run.batch import Run
+    from grader.run.batch import BatchRun
     for name in ("a", "b", "gone"):
         write_submission(tmp_path / "class" / name)
     (tmp_path / "class" / "junk.zip").write_bytes(b"not a zip")
@@ -309,7 +309,7 @@ def test_a_graded_submission_the_report_could_not_read_is_an_error_line(tmp_path
     rows = [Row(status="error" if s.name == "junk" else "graded", submission=s.name, source=s.source) for s in found]
     out = tmp_path / "out"
     out.mkdir()
-    run = Run(rows, "", found, {s.source: s.name for s in found})
+    run = BatchRun(rows, "", found, {s.source: s.name for s in found})
     written = reports.write(out, run)
     assert written.flagged == 1 and written.not_compared == ["gone"]
     lines, _wrote = grade_cli.report_lines(run, written, str(out))
