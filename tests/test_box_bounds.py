@@ -23,7 +23,7 @@ from autograder.adversarial.base import Context
 from autograder.samples import write_submission
 from grader.contain import seccomp
 from grader.paths import REPO
-from tests.grading_command import grade
+from tests.grading_command import RUNTIME, grade
 from tests.patience import SAFETY_NET_S
 
 SLOW_FIXTURES = {"reaped"}
@@ -34,14 +34,17 @@ CPU_S = 3.0   # burnt in reaped children: past the call's cap (--timeout 2)
 
 @pytest.fixture(scope="module")
 def reaped(tmp_path_factory):
-    root = tmp_path_factory.mktemp("bounds") / "class"
-    context = Context(root, root.with_name("markers"))
-    write_submission(root / "reference")
-    bounds.reaped("masking.py", "apply_mask", CPU_S)(root / REAPED, context)
+    """grades.csv's rows of the twin graded with the layers on, beside the reference (the control: 100 at the same
+    --timeout), and of the twin alone with them off; by the runtime's batch command (no class report to make)."""
+    root = tmp_path_factory.mktemp("bounds")
+    context = Context(root / "class", root / "markers")
+    write_submission(root / "class" / "reference")
+    bounds.reaped("masking.py", "apply_mask", CPU_S)(root / "class" / REAPED, context)
     rows = {}
-    for layers_off in ("", "memory,seccomp"):
-        out = root.parent / f"out-{layers_off or 'on'}"
-        proc = grade(root, "--out", out, "--workers", "2", "--timeout", TIMEOUT, layers_off=layers_off)
+    for layers_off, graded in (("", root / "class"), ("memory,seccomp", root / "class" / REAPED)):
+        out = root / f"out-{layers_off or 'on'}"
+        proc = grade(graded, "--out", out, "--workers", "2", "--timeout", TIMEOUT, layers_off=layers_off,
+                     command=RUNTIME)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
         rows[layers_off or "on"] = read_rows(out)
     return rows
@@ -54,7 +57,7 @@ def test_cpu_of_children_the_kernel_reaped_is_counted_or_refused(reaped):
     assert on[REAPED]["status"] == "timeout"   # the message says only the kind of trouble, at once
     assert on[REAPED]["part2"] < on["reference"]["part2"]   # apply_mask (Part 2) timed out
     off = reaped["memory,seccomp"]   # the defence off: its children compute uncounted, the call answers
-    assert off[REAPED]["status"] == "graded" and off[REAPED]["score"] == off["reference"]["score"] == 100.0
+    assert off[REAPED]["status"] == "graded" and off[REAPED]["score"] == on["reference"]["score"] == 100.0
 
 
 # Grades one submission in a worker of its own with tiny limits and no layer (the net holds whatever the box did),

@@ -70,9 +70,17 @@ if _pytest is not None:
 '''
 
 
+def stubs_with(folder: pathlib.Path, code: str) -> pathlib.Path:
+    """The stubs, with `code` at the end of the package's __init__.py (FORGER, LEAKER)."""
+    write_submission(folder, solution=False)
+    init = folder / "student" / "__init__.py"
+    init.write_text(init.read_text() + code)
+    return folder
+
+
 def uploads(root: pathlib.Path) -> pathlib.Path:
     """A folder of submissions: a planted mistake, the stubs with the student's own checks (and pytest configuration)
-    made to pass, a forger, and the reference with a padding_mask that spins."""
+    made to pass, a forger, a leaker, and the reference with a padding_mask that spins."""
     write_submission(root / "inverted-causal-mask",
                      overrides=edited_reference("masking.py", CAUSAL, CAUSAL.replace(".tril()", ".triu(diagonal=1)")))
     edited = write_submission(root / "edited-checks", solution=False)
@@ -83,9 +91,8 @@ def uploads(root: pathlib.Path) -> pathlib.Path:
     (edited / "student" / "pytest.ini").write_text("[pytest]\npython_functions = nothing_at_all\n")
     (edited / "student" / "conftest.py").write_text(
         "import pytest\n\n\n@pytest.fixture(autouse=True)\ndef _skip():\n    pytest.skip('own conftest')\n")
-    forger = write_submission(root / "forger", solution=False)
-    init = forger / "student" / "__init__.py"
-    init.write_text(init.read_text() + FORGER)
+    stubs_with(root / "forger", FORGER)
+    stubs_with(root / "leaker", LEAKER)
     source = reference_source("masking.py")
     head, tail = source.split("def padding_mask(")
     write_submission(root / "spins", overrides={"masking.py": head + "def padding_mask(" + tail.replace(
@@ -167,24 +174,25 @@ def test_what_the_public_checks_sandbox_tried_is_flagged_for_the_instructor(grad
         flags
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("layers_off", ["", "landlock,mnt,uid"])
-def test_a_check_that_reads_the_hidden_tests_shows_nothing_of_them(layers_off, tmp_path):
-    leaker = write_submission(tmp_path / "leaker", solution=False)
-    init = leaker / "student" / "__init__.py"
-    init.write_text(init.read_text() + LEAKER)
-    proc = grade(leaker, "--out", tmp_path / "out", "--public-checks", "--workers", "1", layers_off=layers_off)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    shown = checks_of(json.loads((tmp_path / "out" / "results" / "leaker.json").read_text()))
-    said = shown["test_unscaled_scores_are_plain_dot_products"]["output"]
+def leaked(results: dict) -> str:
+    """What the leaker's check said on Gradescope, once it is shown that no check shows the hidden file's text."""
+    shown = checks_of(results)
     hidden_line = HIDDEN.read_text().splitlines()[0].strip('"')
     assert hidden_line and not any(hidden_line[:40] in entry["output"] for entry in shown.values())
-    # Kept from the file where a layer holds (denied, or not there in the box's own mounts); where none does, the
-    # checks do not run at all.
-    if layers_off:
-        assert said == public_checks.UNGUARDED
-    else:
-        assert said.startswith("refused: "), said
+    return shown["test_unscaled_scores_are_plain_dot_products"]["output"]
+
+
+def test_a_check_that_reads_the_hidden_tests_shows_nothing_of_them(graded):
+    said = leaked(graded["leaker"])
+    assert said.startswith("refused: "), said   # denied, or not there in the box's own mounts
+
+
+@pytest.mark.slow
+def test_where_no_layer_keeps_the_hidden_tests_from_a_check_no_check_runs(tmp_path):
+    proc = grade(stubs_with(tmp_path / "leaker", LEAKER), "--out", tmp_path / "out", "--public-checks",
+                 "--workers", "1", layers_off="landlock,mnt,uid")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert leaked(json.loads((tmp_path / "out" / "results" / "leaker.json").read_text())) == public_checks.UNGUARDED
 
 
 def test_a_check_file_that_spins_costs_only_its_own_checks(graded):

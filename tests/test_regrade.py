@@ -16,8 +16,13 @@ from grader.run import batch, environment, submissions, unpacking
 from tests import grading_command
 
 
-def grade(*args) -> subprocess.CompletedProcess:
-    return grading_command.grade(*args, "--workers", "2")
+def grade(*args, command=grading_command.INSTRUCTORS) -> subprocess.CompletedProcess:
+    return grading_command.grade(*args, "--workers", "2", command=command)
+
+
+def grade_only(*args) -> subprocess.CompletedProcess:
+    """The runtime's batch command: what resumes and regrades; the class reports have nothing to say here."""
+    return grade(*args, command=grading_command.RUNTIME)
 
 
 def rows(out) -> dict[str, dict]:
@@ -29,23 +34,23 @@ def test_a_changed_submission_is_graded_again_and_says_so_and_force_regrades_by_
     write_submission(tmp_path / "class" / "alice")
     fixed = write_submission(tmp_path / "class" / "bob", solution=False)
     out = tmp_path / "out"
-    assert grade(tmp_path / "class", "--out", out).returncode == 0
+    assert grade_only(tmp_path / "class", "--out", out).returncode == 0
     assert float(rows(out)["bob"]["score"]) == 0.0
     alice_result = out / "results" / "alice.json"
     alice_time = alice_result.stat().st_mtime_ns
 
     shutil.rmtree(fixed)
     write_submission(fixed, solution=True)   # bob uploads his finished work under the same name
-    proc = grade(tmp_path / "class", "--out", out)
+    proc = grade_only(tmp_path / "class", "--out", out)
     assert proc.returncode == 0, proc.stderr[-2000:]
     bob = rows(out)["bob"]
     assert float(bob["score"]) == 100.0
     assert bob["message"].startswith("graded again: the submission changed since it was graded (it scored 0 before)")
     assert alice_result.stat().st_mtime_ns == alice_time, "an unchanged submission was graded again"
 
-    proc = grade(tmp_path / "class", "--out", out, "--force", "alice")
+    proc = grade_only(tmp_path / "class", "--out", out, "--force", "alice")
     assert proc.returncode == 0 and "graded again (--force" in rows(out)["alice"]["message"]
-    assert grade(tmp_path / "class", "--out", out, "--force", "carol").returncode == 2
+    assert grade_only(tmp_path / "class", "--out", out, "--force", "carol").returncode == 2
 
 
 def test_the_fingerprint_follows_content_not_names_or_times(tmp_path):
