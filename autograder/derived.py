@@ -183,7 +183,8 @@ def _between(text: str, where: str, begin: str, end: str, body: str, what: str) 
     start, stop = text.find(begin), text.find(end)
     if start < 0 or stop < start:
         raise ValueError(f"{where} has no {begin!r} ... {end!r} region for {what}")
-    return text[:start] + begin + "\n" + body + "\n" + text[stop:]
+    indent = text[text.rfind("\n", 0, start) + 1:start]   # the markers' own (a table inside a list item keeps it)
+    return text[:start] + begin + "\n" + body + "\n" + (indent if not indent.strip() else "") + text[stop:]
 
 
 def notebook_source(text: str, spec: Spec = SPEC) -> str:
