@@ -20,7 +20,7 @@ import zipfile
 
 from autograder.adversarial.base import Context, Entry
 from autograder.adversarial.expectations import Expectation
-from autograder.samples import reference_source, write_submission
+from autograder.samples import edited_reference, write_submission
 from autograder.zoo.bugs import MANUAL_UNWATCHED, WATCHES_OFF
 from autograder.zoo.reference_lines import MANUAL
 from grader.paths import STUDENT_DIR
@@ -49,7 +49,7 @@ RAISE_LIMIT = "import sys\n\nsys.setrecursionlimit(100_000)\n"
 
 def manual_path(extra: str) -> str:
     """The reference's multihead.py with its manual path through _Unwatched, and `extra` after it."""
-    return reference_source("multihead.py").replace(MANUAL, MANUAL_UNWATCHED) + extra
+    return edited_reference("multihead.py", MANUAL, MANUAL_UNWATCHED)["multihead.py"] + extra
 
 
 def write_zipped_helper(dest: pathlib.Path, _context: Context | None = None) -> None:

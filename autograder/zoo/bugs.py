@@ -1,5 +1,5 @@
 """Realistic wrong submissions, each with the part its bug lives in. Every one must lose points there."""
-from autograder.samples import reference_source
+from autograder.samples import edited_reference, reference_source
 from autograder.zoo import Sample, edit, sample
 from autograder.zoo.reference_lines import (
     CAUSAL,
@@ -358,10 +358,8 @@ MANUAL_UNWATCHED = ("            heads = _Unwatched.apply(q, k, v, mask, is_caus
 
 def _manual_sdpa_behind_switched_off_watches() -> Sample:
     def make():
-        text = reference_source("multihead.py")
-        if text.count(MANUAL) != 1:
-            raise ValueError(f"multihead.py: expected exactly one {MANUAL!r}")
-        return {"multihead.py": text.replace(MANUAL, MANUAL_UNWATCHED) + WATCHES_OFF}
+        edited = edited_reference("multihead.py", MANUAL, MANUAL_UNWATCHED)
+        return {"multihead.py": edited["multihead.py"] + WATCHES_OFF}
     return sample("manual-sdpa-behind-switched-off-watches", 5, make,
                   "torch's SDPA in the manual path, the rule's watches switched off around it")
 
