@@ -59,10 +59,10 @@ if "reaped" not in _abuse_done:
 {textwrap.indent(CHILDREN, "    ")}
     _signal.signal(_signal.SIGCHLD, _signal.SIG_IGN)   # reaped by the kernel: their CPU time reaches no /proc file
     try:
-        for _ in range(int(@CPU@ / 0.5)):
+        for _ in range(int({{cpu}} / 0.5)):
             _children(2, lambda: _spin(0.25))
     except OSError:                                    # no new process: the same work, counted, in this one
-        _spin(@CPU@)"""
+        _spin({{cpu}})"""
 HOLD = f"""\
 if "held" not in _abuse_done:
     _abuse_done.add("held")
@@ -71,7 +71,7 @@ if "held" not in _abuse_done:
 {textwrap.indent(SPIN, "    ")}
 {textwrap.indent(CHILDREN, "    ")}
     _cpu = min(_abuse_os.sched_getaffinity(0))
-    _deadline = _time.monotonic() + @HOLD@
+    _deadline = _time.monotonic() + {{hold}}
     try:   # may it change priority and affinity? (to what they are: nothing changes yet)
         _abuse_os.setpriority(_abuse_os.PRIO_PROCESS, 0, _abuse_os.getpriority(_abuse_os.PRIO_PROCESS, 0))
         _abuse_os.sched_setaffinity(0, _abuse_os.sched_getaffinity(0))
@@ -99,18 +99,14 @@ if "held" not in _abuse_done:
             pass"""
 
 
-def _escaped(body: str) -> str:
-    return body.replace("{", "{{").replace("}", "}}")   # abusive() runs it through str.format
-
-
 def reaped(module: str, name: str, cpu_seconds: float = REAPED_CPU_S):
     """A writer of the reference whose `name` first burns cpu_seconds in children the kernel reaps."""
-    return abusive(module, name, _escaped(REAPED.replace("@CPU@", repr(cpu_seconds))))
+    return abusive(module, name, REAPED, cpu=repr(cpu_seconds))
 
 
 def hold(module: str, name: str, seconds: float = HOLD_S):
     """A writer of the reference whose `name` first holds its call `seconds` behind a laggard at nice 19."""
-    return abusive(module, name, _escaped(HOLD.replace("@HOLD@", repr(seconds))))
+    return abusive(module, name, HOLD, hold=repr(seconds))
 
 
 def entries(context: Context) -> list[Entry]:
