@@ -119,7 +119,7 @@ def test_a_ten_percent_a_day_policy_on_an_export_with_late_students_keeps_the_ra
     (export / "submission_metadata.yml").write_text(LATE_CLASS)
     found = submissions.discover([export], staging=str(tmp_path / "staging"), read_metadata=read_metadata,
                                  due=recorded.when("2026-11-20T23:59:00-05:00"))
-    rows = [gradebook.with_late_policy(Row(status="graded", score=80.0, slug=s.slug, **gradebook.identity(s)),
+    rows = [late.on_row(Row(status="graded", score=80.0, slug=s.slug, **gradebook.identity(s)),
                                        TEN_PERCENT_A_DAY) for s in found]
     assert [(r.submission, r.late, r.late_penalty, r.score, r.grade) for r in rows] == [
         ("Ada", 0.0, 0.0, 80.0, 80.0), ("Bob", 2.52, 10.0, 80.0, 72.0), ("Cy", 25.02, 20.0, 80.0, 64.0),
@@ -128,11 +128,11 @@ def test_a_ten_percent_a_day_policy_on_an_export_with_late_students_keeps_the_ra
     written = {r["name"]: r for r in csv.DictReader((tmp_path / "grades.csv").open())}
     assert (written["Cy"]["score"], written["Cy"]["late_penalty"], written["Cy"]["grade"]) == ("80.0", "20.0", "64.0")
     # read back (a resumed run, a regrade) or under a changed policy: from the raw score, never compounded
-    again = [gradebook.with_late_policy(Row.from_json(r.to_json()), TEN_PERCENT_A_DAY) for r in rows]
+    again = [late.on_row(Row.from_json(r.to_json()), TEN_PERCENT_A_DAY) for r in rows]
     assert again == rows
     hourly = dataclasses.replace(TEN_PERCENT_A_DAY, late_policy="per_hour", late_deduction=1.0)
-    assert [gradebook.with_late_policy(r, hourly).grade for r in rows] == [80.0, 77.6, 59.2, 80.0]
-    assert [gradebook.with_late_policy(r, DEFAULTS).grade for r in rows] == [80.0] * 4   # off: grade is score
+    assert [late.on_row(r, hourly).grade for r in rows] == [80.0, 77.6, 59.2, 80.0]
+    assert [late.on_row(r, DEFAULTS).grade for r in rows] == [80.0] * 4   # off: grade is score
     # gradescope.csv compares like with like: the raw score, or the grade where Gradescope's runtime applied the
     # policy (Bob's 72 is what it records then; Cy's 80 is not)
     assert [r.submission for r in recorded_scores.disagreements(rows, TEN_PERCENT_A_DAY)] == ["Bob"]

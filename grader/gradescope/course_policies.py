@@ -19,7 +19,7 @@ import json
 import pathlib
 
 from grader.policies import budget, late
-from grader.policies.times import when
+from grader.policies.times import hours_after, when
 from grader.row import of_results
 
 COUNTED = "counted"   # the key of extra_data that says whether the submission counted against the budget
@@ -81,9 +81,8 @@ def _dates(data: dict, key: str):
 def lateness(data: dict) -> tuple[float | None, bool]:
     """(hours after the due date, or None where a date is unknown; whether it came after the late due date)."""
     created, due, last = when(data.get("created_at")), _dates(data, "due_date"), _dates(data, "late_due_date")
-    if created is None or due is None:
-        return None, False
-    return max(0.0, (created - due).total_seconds() / 3600), last is not None and created > last
+    hours = hours_after(created, due)
+    return hours, hours is not None and last is not None and created > last
 
 
 def applied(shown: dict, data: dict, settings) -> dict:
@@ -94,13 +93,11 @@ def applied(shown: dict, data: dict, settings) -> dict:
     if not settings.late_on_gradescope:
         return shown
     hours, closed = lateness(data)
-    hours = None if hours is None else round(hours, 2)
-    decision = late.decide(hours, shown["score"], settings, closed)
+    decision = late.decide(hours, shown["score"], settings, closed)   # on the shown score (scaled to points_possible)
     row = of_results(shown)
     if row is not None:
-        row_decision = late.decide(hours, row.score, settings, closed)
-        row = dataclasses.replace(row, late=hours, late_penalty=row_decision.percent, grade=row_decision.grade)
-        shown = {**shown, "extra_data": {**shown["extra_data"], "gradebook_row": row.to_json()}}
+        graded = late.on_row(dataclasses.replace(row, late=hours), settings, closed)
+        shown = {**shown, "extra_data": {**shown["extra_data"], "gradebook_row": graded.to_json()}}
     if not decision.percent:
         return shown
     return {**shown, "score": decision.grade, "output": f"{shown.get('output', '')} {decision.words}".strip()}

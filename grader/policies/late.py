@@ -1,6 +1,7 @@
 """The course's late policy (the late_* settings of assignment/spec.py), as one decision.
 
     decide(hours, score, settings, closed=False) -> Late: the percent deducted, the score after it, and why
+    on_row(row, settings, closed=False) -> the gradebook row with its late_penalty and grade decided so
 
 The deduction is a percent of the score (10% of 80 is 8), counted from the end of the grace period in started
 hours or days, never above late_cap. It is always computed from the raw score, so a regrade or a changed policy
@@ -8,6 +9,7 @@ recomputes it and never compounds it. Unknown lateness (no date) costs nothing.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -56,3 +58,10 @@ def decide(hours: float | None, score: float, settings, closed: bool = False) ->
     when = "after the last date for late submissions" if closed else "after the due date"
     return Late(deducted, grade, f"Submitted {hours:g} hours {when}: {deducted:g}% of the score deducted "
                                  f"({rule(settings)}): {score:g} -> {grade:g}.")
+
+
+def on_row(row, settings, closed: bool = False):
+    """A gradebook row (grader/row.py's Row) with late_penalty and grade decided from its raw score and its late
+    hours: the one place a row's grade is derived, by the batch's gradebook and by the Gradescope runtime alike."""
+    decision = decide(row.late, row.score, settings, closed)
+    return dataclasses.replace(row, late_penalty=decision.percent, grade=decision.grade)

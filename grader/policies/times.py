@@ -2,6 +2,8 @@
 submission_metadata.json (grader/gradescope/course_policies.py).
 
     when(value) -> an aware datetime, or None
+    hours_after(moment, due) -> hours from due to moment, to the hundredth (0.0 when on time; None when either is
+                                unknown)
 """
 from __future__ import annotations
 
@@ -27,3 +29,9 @@ def when(value) -> datetime.datetime | None:
     else:
         return None
     return moment if moment.tzinfo is not None else None
+
+
+def hours_after(moment: datetime.datetime | None, due: datetime.datetime | None) -> float | None:
+    if moment is None or due is None:
+        return None
+    return round(max(0.0, (moment - due).total_seconds() / 3600), 2)

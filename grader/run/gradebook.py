@@ -48,14 +48,7 @@ def identity(submission) -> dict:
 def with_identity(row: Row, submission) -> Row:
     """A row kept from an earlier run, with who it is for read again (an export's metadata may have changed), and
     its grade under the late policy in force now."""
-    return with_late_policy(dataclasses.replace(row, **identity(submission)))
-
-
-def with_late_policy(row: Row, settings=SPEC.settings) -> Row:
-    """The row's grade: its raw score less what the course's late policy deducts for its lateness. Always from
-    the raw score, so a regrade or a changed policy recomputes it and never compounds it."""
-    decision = late.decide(row.late, row.score, settings)
-    return dataclasses.replace(row, late_penalty=decision.percent, grade=decision.grade)
+    return late.on_row(dataclasses.replace(row, **identity(submission)), SPEC.settings)
 
 
 def row_from_outcome(submission, outcome: Outcome, isolation_note: str, attempts: int = 1, *,
@@ -65,7 +58,7 @@ def row_from_outcome(submission, outcome: Outcome, isolation_note: str, attempts
     csv): content and graded_with, the digests of what was graded and with what (changes.py); again, why it was
     graded again, which leads its message."""
     parts = outcome.part_scores
-    return with_late_policy(Row(
+    return late.on_row(Row(
         **identity(submission), score=round(float(outcome.score), 4),
         max_score=float(outcome.max_score or sum(PART_POINTS.values())),
         status=outcome.status, message=printable("; ".join(filter(None, [again, outcome.message])), limit=500),
@@ -75,7 +68,7 @@ def row_from_outcome(submission, outcome: Outcome, isolation_note: str, attempts
         slug=submission.slug, source=submission.source, seconds=outcome.seconds,
         engine_failure=outcome.engine_failure, attempts=attempts,
         content=content, graded_with=graded_with, environment=environment,
-    ))
+    ), SPEC.settings)
 
 
 def results_document(outcome: Outcome, row: Row) -> dict:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass
 
-from grader.policies.times import when  # Gradescope's timestamps, read where the policies read them too
+from grader.policies.times import hours_after, when  # Gradescope's timestamps, read where the policies read them too
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,4 @@ def recorded(entry: dict, field, due: datetime.datetime | None = None) -> Record
 
 
 def hours_late(record: Recorded | None) -> float | None:
-    if record is None or record.submitted_at is None or record.due_at is None:
-        return None
-    return round(max(0.0, (record.submitted_at - record.due_at).total_seconds() / 3600), 2)
+    return None if record is None else hours_after(record.submitted_at, record.due_at)
