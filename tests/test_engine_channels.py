@@ -105,6 +105,15 @@ def test_the_engine_can_still_report_its_own_failure_before_any_student_code_run
     assert log.broken == "no landlock" and log.refusals == []
 
 
+def test_a_lock_down_that_never_ends_is_the_graders_error_and_costs_the_student_nothing():
+    """No student code runs before the box says it is locked (a GPU box starts CUDA first): a lock-down past one
+    call's limits is the engine's failure, as a Broken reply is, never a timeout charged to the student."""
+    log = SessionLog()
+    failing_call(FakeSpawner(greeting=b""), Limits(call_timeout=0.5), log)   # it never says Locked
+    assert log.broken is not None and "lock down did not finish" in log.broken
+    assert (log.student_seconds, log.student_wall_seconds, log.timeouts, log.import_failure) == (0.0, 0.0, [], None)
+
+
 # ---------------------------------------------------------------- 6 answers the decoder did not foresee
 
 def test_a_dtype_given_as_a_list_is_refused_not_a_crash():

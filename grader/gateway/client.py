@@ -50,6 +50,11 @@ UNGUARDED_IMPORT = ("its words are not shown: on this grader a sandbox can read 
                     "tests among them")
 
 
+class EngineStepFailed(Exception):
+    """An exchange the engine makes before any student code runs (the box's lock-down) timed out or ended: the
+    engine's failure, never charged to the student."""
+
+
 @dataclass
 class SessionLog:
     """What happened to the sandboxes of one submission (decides status, message and flags)."""
@@ -218,8 +223,11 @@ class SandboxGateway(Gateway):
         call_wall_timeout seconds of its load-free time (wall-clock time less its waits for a CPU: code that
         sleeps); each less if the submission's budget of either is nearly spent. charged=False: the time is the
         engine's (the box's lock-down), not added to the student's."""
-        cpu_cap = min(self.limits.call_timeout, self.limits.budget - self.log.student_seconds)
-        wall_cap = min(self.limits.call_wall_timeout, self.limits.budget - self.log.student_wall_seconds)
+        # The engine's own step is held to one call's limits, never to what is left of the student's budget.
+        cpu_left = self.limits.budget - self.log.student_seconds if charged else self.limits.call_timeout
+        wall_left = self.limits.budget - self.log.student_wall_seconds if charged else self.limits.call_wall_timeout
+        cpu_cap = min(self.limits.call_timeout, cpu_left)
+        wall_cap = min(self.limits.call_wall_timeout, wall_left)
         started = self.seen
         box = self.box
         if box is None:
@@ -238,8 +246,10 @@ class SandboxGateway(Gateway):
         except protocol.TimedOut:
             spent = processes.tree_cpu_seconds(box.pid, box.proc) - started.cpu
             computing = spent > cpu_cap
-            self.log.student_seconds += spent
             self._discard()
+            if not charged:   # no student code has run: the engine's step failed, and none of it is the student's
+                raise EngineStepFailed(f"the sandbox's {label} did not finish within one call's limits") from None
+            self.log.student_seconds += spent
             if (computing and cpu_cap < self.limits.call_timeout) or (
                     not computing and wall_cap < self.limits.call_wall_timeout):
                 self.log.budget_exhausted = True
@@ -255,6 +265,8 @@ class SandboxGateway(Gateway):
                                           "a busy machine's CPU is not counted)") from None
         except (protocol.Closed, OSError):
             self._discard()
+            if not charged:
+                raise EngineStepFailed(f"the sandbox ended during its {label}") from None
             self.log.crashes.append(label)
             raise StudentError("Crashed", f"the process running your code ended during {label} "
                                           "(exit, crash, or stopped for using too much memory or disk)") from None
@@ -283,13 +295,16 @@ class SandboxGateway(Gateway):
             ready = messages.decode(self._exchange("lock down", None, charged=False), Locked, Broken)
             if isinstance(ready, Locked):   # it imports the submission only now, timed as the student's
                 ready = messages.decode(self._exchange("import student", Go().encode()), Ready, Failure)
+        except EngineStepFailed as failure:   # as a Broken reply: the grader's error, graded again by the next run
+            self.log.broken = str(failure)
+            return
         except StudentError as error:
             if error.type_name == "Timeout":
                 error = StudentError("Timeout", f"importing student did not finish: {error.message}")
             elif error.type_name == "Crashed":
                 error = StudentError("Crashed", "the process ended while importing student (exit or crash at import)")
-            self.log.timeouts = [t for t in self.log.timeouts if t not in ("lock down", "import student")]
-            self.log.crashes = [c for c in self.log.crashes if c not in ("lock down", "import student")]
+            self.log.timeouts = [t for t in self.log.timeouts if t != "import student"]
+            self.log.crashes = [c for c in self.log.crashes if c != "import student"]
             self.log.import_failure = error
             return
         except protocol.ProtocolError as error:   # after Locked only student code writes anything else
