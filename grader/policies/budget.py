@@ -34,11 +34,11 @@ def decide(now: datetime.datetime | None, earlier: Sequence[Earlier], settings) 
     if allowed is None or now is None:
         return Budget(True)
     window = datetime.timedelta(hours=settings.submission_window_hours)
-    inside = sorted(e.at for e in earlier if e.counted and e.at is not None and now - window < e.at <= now)
+    counted = [(e.at, e.score) for e in earlier if e.counted and e.at is not None and e.at <= now]   # (when, score)
+    inside = sorted(at for at, _score in counted if now - window < at)
     if len(inside) < allowed:
         return Budget(True)
-    counted = [e for e in earlier if e.counted and e.at is not None and e.at <= now]
-    kept = max(counted, key=lambda e: e.at or now).score if counted else 0.0
+    kept = max(counted, key=lambda pair: pair[0])[1] if counted else 0.0
     reopens = inside[len(inside) - allowed] + window
     # The words name whole minutes: the first one at or after the slot reopens (Gradescope's times carry seconds,
     # and a minute shown truncated would still be refused).
