@@ -254,7 +254,7 @@ def test_the_groups_of_a_killed_run_are_removed_by_the_next_run(tmp_path):
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not (os.path.isdir(group) and any(   # a worker's box: the probe is done
-                name.startswith(memcg.BOX_PREFIX) and name != "box-probe" for name in os.listdir(group))):
+                name.startswith(cgroupfs.BOX_PREFIX) and name != "box-probe" for name in os.listdir(group))):
             time.sleep(0.05)
         assert os.path.isdir(group), "the run never made its group"
     finally:

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from grader.contain import cleanup, gpu, kernel, memcg, processes, seccomp
+from grader.contain import cgroupfs, cleanup, gpu, kernel, memcg, processes, seccomp
 from grader.contain.limits import Limits, apply_sandbox_limits
 
 NAMESPACES = {"pid": kernel.CLONE_NEWPID, "ipc": kernel.CLONE_NEWIPC, "net": kernel.CLONE_NEWNET,
@@ -42,7 +42,6 @@ SYSTEM_LIBRARIES = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib"
 # Folders of its home that torch makes when first asked (os.makedirs, which accepts one that exists): made before the
 # seccomp filter, which may refuse a box every write; the sandbox names them in its environment.
 CACHE_FOLDERS = {"TORCHINDUCTOR_CACHE_DIR": ".cache/torchinductor"}
-# Where a box without its own mounts can leave files (cleaned as its own user afterwards).
 IPC_LIMIT = ("kernel/shmmni", 16)   # one of the limits a box sets in its own IPC namespace (read back by the probe)
 
 
@@ -220,7 +219,7 @@ def probe(scratch_parent: str) -> Plan:
     if plan.has("memory"):   # the run's group (kept for the run) and a throwaway box group in it for the probe
         try:
             plan = replace(plan, memory_group=memcg.create_run())
-            box_group = memcg.create_box(plan.memory_group, memcg.BOX_PREFIX + "probe", Limits().memory_bytes,
+            box_group = memcg.create_box(plan.memory_group, cgroupfs.BOX_PREFIX + "probe", Limits().memory_bytes,
                                          watched=False)
         except OSError as error:
             plan = plan.without([("memory", error.strerror or str(error))])

@@ -24,7 +24,6 @@ import time
 from grader.contain import cgroupfs, processes
 
 RUN_PREFIX = "autograder-"
-BOX_PREFIX = cgroupfs.BOX_PREFIX
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _registered: set[int] = set()   # processes whose run group is removed at their exit
 

@@ -17,7 +17,9 @@ import pathlib
 import platform
 import re
 
-PROC_NVIDIA = pathlib.Path("/proc/driver/nvidia")
+from grader.contain.gpu import DRIVER_PROC
+
+PROC_NVIDIA = pathlib.Path("/", *DRIVER_PROC)   # the driver's own folder, as a box given a GPU reads it
 DRIVER = re.compile(r"Kernel Module(?: for \S+)?\s+([0-9][0-9.]*)")
 
 

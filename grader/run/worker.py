@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 
 from grader import source_rules
-from grader.contain import cleanup, disk, isolation, memcg, processes
+from grader.contain import cgroupfs, cleanup, disk, isolation, memcg, processes
 from grader.contain.load_free import LoadFreeClock
 from grader.gateway.client import SECOND_WANTED, SPAWNED
 from grader.run import public_checks, sandbox, unpacking
@@ -199,7 +199,7 @@ class Boxes:
     def spawn(self, control: socket.socket, *, warm_second: bool = True) -> Spare:
         """Fork a sandbox (warm_second: it warms up the second device before it imports the submission)."""
         self.count += 1
-        name = f"box-{os.getpid()}-{self.count}"
+        name = f"{cgroupfs.BOX_PREFIX}{os.getpid()}-{self.count}"   # cgroupfs counts a box's CPU by it
         scratch = os.path.join(self.settings.sandbox_root, name)
         group = ""
         if self.plan.has("memory"):   # before the fork, so the sandbox can join it first thing
