@@ -141,10 +141,8 @@ def sdpa_arguments(args, kwargs) -> dict:
     bound = {**dict(zip(SDPA_PARAMETERS, args, strict=False)), **kwargs}
 
     def copied(value):
-        if isinstance(value, torch.Tensor):
-            value = emulated.to_plain(value).detach().as_subclass(torch.Tensor)
-            return torch.empty(value.shape, dtype=value.dtype, device="meta") if value.device.type == "meta" \
-                else value.to("cpu", copy=True).contiguous()
+        if isinstance(value, torch.Tensor):   # as a plain tensor, whatever subclass the student passed
+            return plain_result(emulated.to_plain(value).detach().as_subclass(torch.Tensor))
         return value if value is None or type(value) in (bool, int, float) else repr(value)[:100]
     return {name: copied(bound[name]) for name in SDPA_PARAMETERS if name in bound}
 
