@@ -163,13 +163,9 @@ class Gateway(ABC):
              options: CallOptions = CallOptions()) -> CallResult:
         """Call student.<function>(*args, **kwargs)."""
 
+    @abstractmethod
     def run_module(self, spec: ModuleSpec, options: CallOptions = CallOptions()) -> ModuleResult:
         """Build (and maybe run) student.MultiHeadAttention as described by spec."""
-        return self._run_module(spec, options)
-
-    @abstractmethod
-    def _run_module(self, spec: ModuleSpec, options: CallOptions) -> ModuleResult:
-        """run_module as the student's code answers it."""
 
     def note_module(self, spec: ModuleSpec, device: str, reply) -> None:
         """The forbidden-call rule for a module call `spec` run on `device` and answered by `reply` (a ModuleReply):

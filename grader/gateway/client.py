@@ -137,7 +137,7 @@ class SandboxGateway(Gateway):
         self.note_path("manual", reply.attention_calls)
         return result
 
-    def _run_module(self, spec, options):
+    def run_module(self, spec, options=CallOptions()):
         label = "MultiHeadAttention"
         reply = self._request(label, ModuleRequest(spec, options), messages.ModuleReply)
         result = self._checked(label, lambda: replies.module_result(reply, spec.forward_kwargs, options.device))

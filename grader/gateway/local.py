@@ -75,7 +75,7 @@ class LocalGateway(Gateway):
         self.note_path("manual", reply.attention_calls)
         return replies.call_result(reply, args, options.device)
 
-    def _run_module(self, spec, options):
+    def run_module(self, spec, options=CallOptions()):
         try:
             done = executor.execute_module(self._loaded(executor.MODULE_CLASS), spec, options)
         except executor.StudentFailure as failure:
