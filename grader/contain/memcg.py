@@ -301,9 +301,8 @@ def _remove_at_exit(pid: int, run: str) -> None:
 def remove_stale(parent: str) -> None:
     """Remove the groups of earlier runs whose process is gone (a killed batch): only empty box groups, and the
     run's group once empty; a group that still holds processes is left alone. Their twins too (cpu_group)."""
-    parents = [parent]
-    with contextlib.suppress(OSError):
-        parents += [] if is_v2(parent) else list(filter(None, [_own_v1("cpuacct")]))
+    twin = _twin(parent)
+    parents = [parent, os.path.normpath(twin)] if twin else [parent]
     entries = []
     for folder in dict.fromkeys(parents):
         with contextlib.suppress(OSError):
