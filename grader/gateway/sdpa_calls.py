@@ -72,6 +72,11 @@ def made_the_call(path: str, spec: ModuleSpec, device: str, recorded: list, outp
     return covers(recorded, expected.slices, working) or not _right(output, expected, working)
 
 
+def _tolerance(dtype: torch.dtype, working: torch.dtype | None) -> float:
+    """The rounding a call in dtype may show, or its working dtype's where that is coarser."""
+    return max(TOLERANCE.get(dtype, 0.1), TOLERANCE.get(working, 0.0) if working else 0.0)
+
+
 def _right(output, expected: Expected, working: torch.dtype | None) -> bool:
     """Whether a fused call's output is the graded call's answer, within the rounding of its dtype (True where
     dropout makes the answer unknown)."""
@@ -79,7 +84,7 @@ def _right(output, expected: Expected, working: torch.dtype | None) -> bool:
         return True
     if not isinstance(output, torch.Tensor) or not output.is_floating_point() or output.shape != expected.output.shape:
         return False
-    tolerance = max(TOLERANCE.get(output.dtype, 0.1), TOLERANCE.get(working, 0.0) if working else 0.0)
+    tolerance = _tolerance(output.dtype, working)
     got, want = output.double()[expected.answered], expected.output[expected.answered]
     return bool(((got - want).abs() <= tolerance * (want.abs().max() + 1 if want.numel() else 1)).all())
 
@@ -135,7 +140,7 @@ def covers(recorded: list, expected: Slices, working: torch.dtype | None) -> boo
         made = _recorded_slices(call)
         if made is None or abs(made.dropout_p - expected.dropout_p) > 1e-9:
             continue
-        tolerance = max(TOLERANCE.get(made.values.dtype, 0.1), TOLERANCE.get(working, 0.0) if working else 0.0)
+        tolerance = _tolerance(made.values.dtype, working)
         for index in range(made.scores.size(0)):
             left &= ~_matching(made, index, expected, tolerance)
     return not left.any()
