@@ -133,16 +133,10 @@ def unreadable(text: bytes) -> str:
             return f"written in an encoding Python does not know ({error})"
     if b"\0" in text:   # never source, but a zip (zipimport) or marshalled code named .py is loaded all the same
         return "not Python source (it holds null bytes)"
-    digest = _digest(text)
-    if digest in _known:   # read before (the handout's own files, carried to the worker): readable
-        return ""
     try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        tree = None
+        _evidence_of(text, strict=True)   # known already (the handout's own files, carried to the worker): readable
     except (RecursionError, MemoryError):   # the box's code could raise its own limit (sys.setrecursionlimit)
         return "nested deeper than the grader's parser reads"
-    _known[digest] = list(_evidence(tree)) if tree else []
     return ""
 
 
@@ -157,21 +151,26 @@ def remember(known: dict[str, Found]) -> None:
                    for digest, found in known.items()})
 
 
-def file_evidence(text: bytes) -> Found:
+def file_evidence(text: bytes, strict: bool = False) -> Found:
     """(line, what, its kind) for one file's source; none where it does not parse (it cannot run either: its tests
-    fail on their own; what the box could compile and this reader could not never reaches it: unreadable)."""
+    fail on their own; what the box could compile and this reader could not never reaches it: unreadable).
+    strict: a file too deep for the parser raises RecursionError or MemoryError instead (unreadable says so)."""
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except (SyntaxError, ValueError):
+        return []
+    except (RecursionError, MemoryError):
+        if strict:
+            raise
         return []
     return list(_evidence(tree))
 
 
-def _evidence_of(text: bytes) -> Found:
+def _evidence_of(text: bytes, strict: bool = False) -> Found:
     """A file's evidence, read once per process: by its digest (the handout's files, or read at unpacking)."""
     digest = _digest(text)
     if digest not in _known:
-        _known[digest] = file_evidence(text)
+        _known[digest] = file_evidence(text, strict)
     return _known[digest]
 
 
