@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import pathlib
 import sys
+from dataclasses import dataclass
 
 from assignment.spec import SPEC, Spec, setting_fields
 from autograder.otter.image import DISTRIBUTIONS
@@ -33,19 +34,24 @@ from grader.row import described_columns
 HANDOUT_README = REPO / "handout" / "README.md"
 TABLE_BEGIN = "<!-- BEGIN PARTS TABLE: generated from assignment/assignment.toml by `python -m autograder generate` -->"
 TABLE_END = "<!-- END PARTS TABLE -->"
-DESIGN = REPO / "docs" / "design.md"
-LAYERS_BEGIN = ("<!-- BEGIN LAYERS TABLE: generated from grader/contain/isolation.py's TABLE by "
-                "`python -m autograder generate` -->")
-LAYERS_END = "<!-- END LAYERS TABLE -->"
-GRADERS = REPO / "docs" / "graders.md"
-COLUMNS_BEGIN = ("<!-- BEGIN COLUMNS TABLE: generated from grader/row.py's Row by `python -m autograder generate` "
-                 "-->")
-COLUMNS_END = "<!-- END COLUMNS TABLE -->"
-INSTRUCTORS = REPO / "docs" / "instructors.md"
-SETTINGS_BEGIN = ("<!-- BEGIN SETTINGS TABLE: generated from assignment/spec.py's Settings by "
-                  "`python -m autograder generate` -->")
-SETTINGS_END = "<!-- END SETTINGS TABLE -->"
 COMMAND = "python -m autograder generate"
+
+
+@dataclass(frozen=True)
+class DocTable:
+    """A table of a document generated from the code, between its BEGIN and END markers."""
+    document: str   # relative to the repository
+    name: str       # "LAYERS" for the LAYERS TABLE markers
+    source: str     # what it is generated from, as its BEGIN marker says
+    what: str
+
+    @property
+    def begin(self) -> str:
+        return f"<!-- BEGIN {self.name} TABLE: generated from {self.source} by `{COMMAND}` -->"
+
+    @property
+    def end(self) -> str:
+        return f"<!-- END {self.name} TABLE -->"
 
 
 def init_source(spec: Spec = SPEC) -> str:
@@ -200,18 +206,25 @@ def notebook_source(text: str, spec: Spec = SPEC) -> str:
     return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+# Each document table -> what writes its body.
+DOC_TABLES = {
+    DocTable("docs/design.md", "LAYERS", "grader/contain/isolation.py's TABLE", "the table of kernel layers"):
+        layers_table,
+    DocTable("docs/graders.md", "COLUMNS", "grader/row.py's Row", "the table of grades.csv's columns"): columns_table,
+    DocTable("docs/instructors.md", "SETTINGS", "assignment/spec.py's Settings", "the table of the course's settings"):
+        settings_table,
+}
+
+
 def derived_files(spec: Spec = SPEC) -> dict[pathlib.Path, str]:
     """Each derived file -> the text it must hold."""
     files = {STUDENT_DIR / "__init__.py": init_source(spec), STUDENT_DIR / "parts.py": parts_source(spec)}
     files.update({STUDENT_DIR / name: text for name, text in generated_stubs(spec).items()})
     files[HANDOUT_README] = with_table(HANDOUT_README.read_text(), "handout/README.md", spec)
     files[MASTER_NOTEBOOK] = notebook_source(MASTER_NOTEBOOK.read_text(), spec)
-    files[DESIGN] = _between(DESIGN.read_text(), "docs/design.md", LAYERS_BEGIN, LAYERS_END, layers_table(),
-                             "the table of kernel layers")
-    files[GRADERS] = _between(GRADERS.read_text(), "docs/graders.md", COLUMNS_BEGIN, COLUMNS_END, columns_table(),
-                              "the table of grades.csv's columns")
-    files[INSTRUCTORS] = _between(INSTRUCTORS.read_text(), "docs/instructors.md", SETTINGS_BEGIN, SETTINGS_END,
-                                  settings_table(), "the table of the course's settings")
+    for table, body in DOC_TABLES.items():
+        path = REPO / table.document
+        files[path] = _between(path.read_text(), table.document, table.begin, table.end, body(), table.what)
     return files
 
 
